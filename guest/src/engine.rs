@@ -1,0 +1,46 @@
+//! The engine: a loaded embedding model and settings, from which banks are opened.
+
+use std::rc::Rc;
+
+use crate::bank::Bank;
+use crate::embed::Embedder;
+use crate::embed_api::TextEmbedder;
+use crate::error::Result;
+use crate::settings::Settings;
+use crate::store::Store;
+
+pub struct Engine {
+    embedder: Rc<dyn TextEmbedder>,
+    settings: Rc<Settings>,
+}
+
+impl Engine {
+    pub fn new(model: &[u8], tokenizer: &[u8], settings_json: &str) -> Result<Engine> {
+        let settings = Settings::from_json(settings_json)?;
+        let embedder = Embedder::load(model, tokenizer)?;
+        Ok(Engine::with_embedder(Rc::new(embedder), settings))
+    }
+
+    pub fn with_embedder(embedder: Rc<dyn TextEmbedder>, settings: Settings) -> Engine {
+        Engine {
+            embedder,
+            settings: Rc::new(settings),
+        }
+    }
+
+    pub fn model_id(&self) -> &str {
+        self.embedder.model_id()
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embedder.embed_batch(texts)
+    }
+
+    pub fn open_bank(&self, id: &str, store: Box<dyn Store>) -> Result<Bank> {
+        Bank::open(id, store, self.embedder.clone(), self.settings.clone())
+    }
+}

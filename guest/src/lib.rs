@@ -1,0 +1,26 @@
+//! hindsight's memory engine. Everything here is plain Rust, tested natively; `wit_glue` is the
+//! only module that knows the component model.
+
+pub mod bank;
+pub mod embed;
+pub mod embed_api;
+pub mod engine;
+pub mod error;
+pub mod index;
+pub mod lexical;
+pub mod prompt;
+pub mod record;
+pub mod score;
+pub mod settings;
+pub mod store;
+
+#[cfg(target_arch = "wasm32")]
+mod wit_glue;
+
+pub use bank::{Bank, RecallQuery, RecallResult, Recalled, RetainAction, RetainOutcome, Stats};
+pub use engine::Engine;
+pub use error::{Error, Result};
+pub use record::{
+    FailureType, Kind, Memory, NewMemory, Scope, ScopeLevel, Source, Status, Timestamp,
+};
+pub use settings::Settings;

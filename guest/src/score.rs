@@ -1,0 +1,157 @@
+//! The fused recall score and its per-factor breakdown.
+
+use crate::record::{Memory, Timestamp, DAY_MS};
+use crate::settings::RecallSettings;
+
+/// Each factor's weighted contribution; `total` is their sum.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Score {
+    pub semantic: f32,
+    pub lexical: f32,
+    pub recency: f32,
+    pub confidence: f32,
+    pub importance: f32,
+    pub task_match: f32,
+    pub total: f32,
+    /// Raw cosine similarity, for callers that want an absolute measure.
+    pub similarity: f32,
+}
+
+/// What a candidate brings to fusion before normalisation.
+#[derive(Debug, Clone, Copy)]
+pub struct Evidence {
+    pub similarity: f32,
+    pub bm25: f32,
+}
+
+/// Normalisation bounds over one query's candidates.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    sim_min: f32,
+    sim_max: f32,
+    bm25_max: f32,
+}
+
+impl Bounds {
+    pub fn over(evidence: impl Iterator<Item = Evidence>) -> Bounds {
+        let mut b = Bounds {
+            sim_min: f32::INFINITY,
+            sim_max: f32::NEG_INFINITY,
+            bm25_max: 0.0,
+        };
+        for e in evidence {
+            b.sim_min = b.sim_min.min(e.similarity);
+            b.sim_max = b.sim_max.max(e.similarity);
+            b.bm25_max = b.bm25_max.max(e.bm25);
+        }
+        b
+    }
+
+    fn semantic(&self, similarity: f32) -> f32 {
+        let span = self.sim_max - self.sim_min;
+        if span > 1e-6 {
+            (similarity - self.sim_min) / span
+        } else {
+            // One candidate, or all alike: fall back to the absolute similarity.
+            similarity.max(0.0)
+        }
+    }
+
+    fn lexical(&self, bm25: f32) -> f32 {
+        if self.bm25_max > 0.0 {
+            bm25 / self.bm25_max
+        } else {
+            0.0
+        }
+    }
+}
+
+/// exp(-ln2 · age / half-life): 1 for a memory from now, ½ one half-life ago.
+pub fn recency(memory: &Memory, now: Timestamp, settings: &RecallSettings) -> f32 {
+    let age_days = (now - memory.occurred_at).max(0) as f32 / DAY_MS as f32;
+    let half_life = settings.half_life_days(memory.kind);
+    (-std::f32::consts::LN_2 * age_days / half_life).exp()
+}
+
+pub fn fuse(
+    memory: &Memory,
+    evidence: Evidence,
+    bounds: &Bounds,
+    now: Timestamp,
+    task_type: Option<&str>,
+    settings: &RecallSettings,
+) -> Score {
+    let w = &settings.weights;
+    let task_match = match (task_type, &memory.task_type) {
+        (Some(q), Some(m)) if q.eq_ignore_ascii_case(m) => 1.0,
+        _ => 0.0,
+    };
+    let mut s = Score {
+        semantic: w.semantic * bounds.semantic(evidence.similarity),
+        lexical: w.lexical * bounds.lexical(evidence.bm25),
+        recency: w.recency * recency(memory, now, settings),
+        confidence: w.confidence * memory.confidence,
+        importance: w.importance * memory.importance,
+        task_match: w.task_match * task_match,
+        total: 0.0,
+        similarity: evidence.similarity,
+    };
+    s.total = s.semantic + s.lexical + s.recency + s.confidence + s.importance + s.task_match;
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::NewMemory;
+    use crate::settings::Settings;
+
+    fn memory(occurred_at: i64) -> Memory {
+        let item = NewMemory {
+            occurred_at: Some(occurred_at),
+            ..NewMemory::text("x")
+        };
+        item.into_memory("m".into(), occurred_at, &Settings::default(), "model")
+            .unwrap()
+    }
+
+    #[test]
+    fn recency_halves_each_half_life() {
+        let settings = RecallSettings::default();
+        let m = memory(0);
+        let half = (settings.half_life_days_episodic * DAY_MS as f32) as i64;
+        assert!((recency(&m, 0, &settings) - 1.0).abs() < 1e-6);
+        assert!((recency(&m, half, &settings) - 0.5).abs() < 1e-4);
+        assert!((recency(&m, 2 * half, &settings) - 0.25).abs() < 1e-4);
+    }
+
+    #[test]
+    fn total_is_the_sum_of_weighted_factors() {
+        let settings = RecallSettings::default();
+        let m = memory(0);
+        let e = [
+            Evidence {
+                similarity: 0.2,
+                bm25: 0.0,
+            },
+            Evidence {
+                similarity: 0.8,
+                bm25: 3.0,
+            },
+        ];
+        let bounds = Bounds::over(e.iter().copied());
+        let best = fuse(&m, e[1], &bounds, 0, None, &settings);
+        let worst = fuse(&m, e[0], &bounds, 0, None, &settings);
+        assert!((best.semantic - settings.weights.semantic).abs() < 1e-6);
+        assert!((best.lexical - settings.weights.lexical).abs() < 1e-6);
+        assert_eq!(worst.semantic, 0.0);
+        let sum = best.semantic
+            + best.lexical
+            + best.recency
+            + best.confidence
+            + best.importance
+            + best.task_match;
+        assert!((best.total - sum).abs() < 1e-6);
+        assert!(best.total > worst.total);
+    }
+}

@@ -1,0 +1,298 @@
+//! Engine settings: every tunable rule of the engine, with its default. Passed as JSON text;
+//! a missing key takes its default, an unknown key is an error (typos must not pass silently).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::record::{Kind, Source};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub defaults: Defaults,
+    pub limits: Limits,
+    pub recall: RecallSettings,
+    pub lexical: LexicalSettings,
+}
+
+/// What a retained item gets for a field it leaves unset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Defaults {
+    pub kind: Kind,
+    pub importance: f32,
+    /// Starting confidence by source: what the user said outranks what the agent inferred.
+    pub confidence_user_explicit: f32,
+    pub confidence_user_feedback: f32,
+    pub confidence_tool_result: f32,
+    pub confidence_agent_inference: f32,
+    pub confidence_imported: f32,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            kind: Kind::Episodic,
+            importance: 0.5,
+            confidence_user_explicit: 0.9,
+            confidence_user_feedback: 0.85,
+            confidence_tool_result: 0.8,
+            confidence_agent_inference: 0.7,
+            confidence_imported: 0.6,
+        }
+    }
+}
+
+impl Defaults {
+    pub fn confidence_for(&self, source: Source) -> f32 {
+        match source {
+            Source::UserExplicit => self.confidence_user_explicit,
+            Source::UserFeedback => self.confidence_user_feedback,
+            Source::ToolResult => self.confidence_tool_result,
+            Source::AgentInference => self.confidence_agent_inference,
+            Source::Imported => self.confidence_imported,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    pub max_content_bytes: usize,
+    /// Tags, ids, task types, metadata keys and values.
+    pub max_field_bytes: usize,
+    pub max_tags: usize,
+    pub max_metadata_pairs: usize,
+    pub max_items_per_retain: usize,
+    pub max_k: u32,
+    pub max_query_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_content_bytes: 32 * 1024,
+            max_field_bytes: 1024,
+            max_tags: 32,
+            max_metadata_pairs: 32,
+            max_items_per_retain: 1000,
+            max_k: 1000,
+            max_query_bytes: 8 * 1024,
+        }
+    }
+}
+
+/// Weights of the fused recall score; each factor lies in 0..1 before weighting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Weights {
+    /// Cosine similarity, min-max normalised over the query's candidates.
+    pub semantic: f32,
+    /// BM25, divided by the best candidate's BM25.
+    pub lexical: f32,
+    /// exp(-ln2 · age / half-life of the memory's kind).
+    pub recency: f32,
+    pub confidence: f32,
+    pub importance: f32,
+    /// 1 when the memory's task type equals the query's.
+    pub task_match: f32,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            semantic: 0.55,
+            lexical: 0.35,
+            recency: 0.04,
+            confidence: 0.03,
+            importance: 0.03,
+            task_match: 0.05,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RecallSettings {
+    pub weights: Weights,
+    pub default_k: u32,
+    /// Candidates taken from each of the vector and lexical rankings, as a multiple of k.
+    pub candidate_factor: u32,
+    pub half_life_days_episodic: f32,
+    pub half_life_days_semantic: f32,
+    pub half_life_days_procedural: f32,
+    /// Token budget of the prompt block.
+    pub prompt_tokens: u32,
+}
+
+impl Default for RecallSettings {
+    fn default() -> Self {
+        RecallSettings {
+            weights: Weights::default(),
+            default_k: 5,
+            candidate_factor: 4,
+            half_life_days_episodic: 30.0,
+            half_life_days_semantic: 180.0,
+            half_life_days_procedural: 365.0,
+            prompt_tokens: 600,
+        }
+    }
+}
+
+impl RecallSettings {
+    pub fn half_life_days(&self, kind: Kind) -> f32 {
+        match kind {
+            Kind::Episodic => self.half_life_days_episodic,
+            Kind::Semantic => self.half_life_days_semantic,
+            Kind::Procedural => self.half_life_days_procedural,
+        }
+    }
+}
+
+/// BM25 parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LexicalSettings {
+    pub k1: f32,
+    pub b: f32,
+}
+
+impl Default for LexicalSettings {
+    fn default() -> Self {
+        LexicalSettings { k1: 1.2, b: 0.75 }
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            defaults: Defaults::default(),
+            limits: Limits::default(),
+            recall: RecallSettings::default(),
+            lexical: LexicalSettings::default(),
+        }
+    }
+}
+
+impl Settings {
+    /// Parses settings JSON; "" means all defaults.
+    pub fn from_json(text: &str) -> Result<Settings> {
+        let settings: Settings = if text.trim().is_empty() {
+            Settings::default()
+        } else {
+            serde_json::from_str(text).map_err(|e| Error::invalid("settings", e))?
+        };
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let unit = |field: &str, v: f32| -> Result<()> {
+            if v.is_finite() && (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    format!("settings.{field}"),
+                    format!("must be from 0 to 1, got {v}"),
+                ))
+            }
+        };
+        let d = &self.defaults;
+        unit("defaults.importance", d.importance)?;
+        for (field, v) in [
+            (
+                "defaults.confidence_user_explicit",
+                d.confidence_user_explicit,
+            ),
+            (
+                "defaults.confidence_user_feedback",
+                d.confidence_user_feedback,
+            ),
+            ("defaults.confidence_tool_result", d.confidence_tool_result),
+            (
+                "defaults.confidence_agent_inference",
+                d.confidence_agent_inference,
+            ),
+            ("defaults.confidence_imported", d.confidence_imported),
+        ] {
+            unit(field, v)?;
+        }
+        let w = &self.recall.weights;
+        for (field, v) in [
+            ("recall.weights.semantic", w.semantic),
+            ("recall.weights.lexical", w.lexical),
+            ("recall.weights.recency", w.recency),
+            ("recall.weights.confidence", w.confidence),
+            ("recall.weights.importance", w.importance),
+            ("recall.weights.task_match", w.task_match),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::invalid(
+                    format!("settings.{field}"),
+                    "must be a finite number ≥ 0",
+                ));
+            }
+        }
+        let r = &self.recall;
+        for (field, v) in [
+            ("recall.half_life_days_episodic", r.half_life_days_episodic),
+            ("recall.half_life_days_semantic", r.half_life_days_semantic),
+            (
+                "recall.half_life_days_procedural",
+                r.half_life_days_procedural,
+            ),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Error::invalid(
+                    format!("settings.{field}"),
+                    "must be a number > 0",
+                ));
+            }
+        }
+        if r.candidate_factor == 0 {
+            return Err(Error::invalid(
+                "settings.recall.candidate_factor",
+                "must be at least 1",
+            ));
+        }
+        if r.default_k == 0 || r.default_k > self.limits.max_k {
+            return Err(Error::invalid(
+                "settings.recall.default_k",
+                "must be from 1 to limits.max_k",
+            ));
+        }
+        let l = &self.lexical;
+        if !(l.k1.is_finite() && l.k1 >= 0.0) {
+            return Err(Error::invalid(
+                "settings.lexical.k1",
+                "must be a finite number ≥ 0",
+            ));
+        }
+        unit("lexical.b", l.b)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_partial_json_take_defaults() {
+        assert_eq!(Settings::from_json("").unwrap(), Settings::default());
+        let s = Settings::from_json(r#"{"recall":{"weights":{"semantic":0.9}}}"#).unwrap();
+        assert_eq!(s.recall.weights.semantic, 0.9);
+        assert_eq!(s.recall.weights.lexical, Weights::default().lexical);
+    }
+
+    #[test]
+    fn unknown_and_out_of_range_keys_are_named() {
+        let err = Settings::from_json(r#"{"recal":{}}"#).unwrap_err();
+        assert!(err.message().contains("recal"), "{err}");
+        let err = Settings::from_json(r#"{"defaults":{"importance":3}}"#).unwrap_err();
+        assert!(
+            err.message().starts_with("settings.defaults.importance"),
+            "{err}"
+        );
+    }
+}

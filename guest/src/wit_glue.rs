@@ -1,0 +1,321 @@
+//! The component boundary: WIT types in, core types out, and back. Nothing else lives here.
+
+use std::cell::RefCell;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+wit_bindgen::generate!({
+    path: "../wit",
+    world: "memory",
+});
+
+use exports::hindsight::memory::engine as wit;
+use hindsight::memory::store as wit_store;
+use hindsight::memory::types as t;
+
+use crate::{bank, record, store, Error};
+
+struct Component;
+
+export!(Component);
+
+impl wit::Guest for Component {
+    type Engine = EngineResource;
+    type Bank = BankResource;
+}
+
+pub struct EngineResource(crate::Engine);
+
+pub struct BankResource(RefCell<crate::Bank>);
+
+/// The host's store, reached through the `store` import.
+struct HostStore;
+
+impl store::Store for HostStore {
+    fn get(&self, key: &str) -> crate::Result<Option<Vec<u8>>> {
+        wit_store::get(key).map_err(Error::Store)
+    }
+
+    fn scan(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: u32,
+    ) -> crate::Result<Vec<(String, Vec<u8>)>> {
+        wit_store::scan(prefix, start_after, limit).map_err(Error::Store)
+    }
+
+    fn commit(&self, ops: Vec<store::Op>) -> crate::Result<()> {
+        let ops: Vec<wit_store::Op> = ops
+            .into_iter()
+            .map(|op| match op {
+                store::Op::Put(k, v) => wit_store::Op::Put((k, v)),
+                store::Op::Delete(k) => wit_store::Op::Delete(k),
+            })
+            .collect();
+        wit_store::commit(&ops).map_err(Error::Store)
+    }
+}
+
+fn now_or_clock(now: Option<i64>) -> i64 {
+    now.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)
+    })
+}
+
+impl wit::GuestEngine for EngineResource {
+    fn create(
+        model: Vec<u8>,
+        tokenizer: Vec<u8>,
+        settings: String,
+    ) -> Result<wit::Engine, t::Error> {
+        let engine = crate::Engine::new(&model, &tokenizer, &settings)?;
+        Ok(wit::Engine::new(EngineResource(engine)))
+    }
+
+    fn model_id(&self) -> String {
+        self.0.model_id().to_string()
+    }
+
+    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, t::Error> {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        Ok(self.0.embed(&refs)?)
+    }
+
+    fn open_bank(&self, id: String) -> Result<wit::Bank, t::Error> {
+        let bank = self.0.open_bank(&id, Box::new(HostStore))?;
+        Ok(wit::Bank::new(BankResource(RefCell::new(bank))))
+    }
+}
+
+impl wit::GuestBank for BankResource {
+    fn id(&self) -> String {
+        self.0.borrow().id().to_string()
+    }
+
+    fn retain(
+        &self,
+        items: Vec<t::NewMemory>,
+        now: Option<i64>,
+    ) -> Result<Vec<t::RetainOutcome>, t::Error> {
+        let items = items.into_iter().map(new_memory_in).collect();
+        let outcomes = self.0.borrow_mut().retain(items, now_or_clock(now))?;
+        Ok(outcomes
+            .into_iter()
+            .map(|o| t::RetainOutcome {
+                id: o.id,
+                action: match o.action {
+                    bank::RetainAction::Created => t::RetainAction::Created,
+                },
+                reason: o.reason,
+            })
+            .collect())
+    }
+
+    fn recall(&self, q: t::RecallQuery) -> Result<t::RecallResult, t::Error> {
+        let query = bank::RecallQuery {
+            query: q.query,
+            k: Some(q.k),
+            now: now_or_clock(q.now),
+            task_type: q.task_type,
+            kinds: q.kinds.into_iter().map(kind_in).collect(),
+            tags: q.tags,
+            scope: q.scope.map(scope_in),
+            min_score: q.min_score,
+            prompt_tokens: q.prompt_tokens,
+        };
+        let result = self.0.borrow_mut().recall(query)?;
+        Ok(t::RecallResult {
+            items: result
+                .items
+                .into_iter()
+                .map(|r| t::Recalled {
+                    memory: memory_out(r.memory),
+                    score: t::Score {
+                        semantic: r.score.semantic,
+                        lexical: r.score.lexical,
+                        recency: r.score.recency,
+                        confidence: r.score.confidence,
+                        importance: r.score.importance,
+                        task_match: r.score.task_match,
+                        total: r.score.total,
+                        similarity: r.score.similarity,
+                    },
+                })
+                .collect(),
+            prompt: result.prompt,
+        })
+    }
+
+    fn get(&self, id: String) -> Result<t::Memory, t::Error> {
+        Ok(memory_out(self.0.borrow_mut().get(&id)?))
+    }
+
+    fn forget(&self, id: String, hard: bool, now: Option<i64>) -> Result<(), t::Error> {
+        Ok(self.0.borrow_mut().forget(&id, hard, now_or_clock(now))?)
+    }
+
+    fn restore(&self, id: String, now: Option<i64>) -> Result<t::Memory, t::Error> {
+        Ok(memory_out(
+            self.0.borrow_mut().restore(&id, now_or_clock(now))?,
+        ))
+    }
+
+    fn stats(&self) -> Result<t::Stats, t::Error> {
+        let s = self.0.borrow_mut().stats()?;
+        Ok(t::Stats {
+            bank: s.bank,
+            total: s.total,
+            active: s.active,
+            archived: s.archived,
+            superseded: s.superseded,
+            merged: s.merged,
+            active_by_kind: s
+                .active_by_kind
+                .into_iter()
+                .map(|(kind, count)| t::KindCount {
+                    kind: kind_out(kind),
+                    count,
+                })
+                .collect(),
+            embedding_model: s.embedding_model,
+            dimension: s.dimension,
+            sequence: s.sequence,
+        })
+    }
+}
+
+impl From<Error> for t::Error {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::InvalidInput(m) => t::Error::InvalidInput(m),
+            Error::NotFound(m) => t::Error::NotFound(m),
+            Error::Store(m) => t::Error::Store(m),
+            Error::Model(m) => t::Error::Model(m),
+            Error::Limit(m) => t::Error::Limit(m),
+            Error::Corrupt(m) => t::Error::Corrupt(m),
+        }
+    }
+}
+
+/// One mapping per enum pair, written once in each direction.
+macro_rules! enum_map {
+    ($in_fn:ident, $out_fn:ident, $wit:ty, $core:ty, [$($v:ident),+]) => {
+        // Not every pair is crossed in both directions (records only leave the component).
+        #[allow(dead_code)]
+        fn $in_fn(v: $wit) -> $core {
+            match v { $(<$wit>::$v => <$core>::$v),+ }
+        }
+        #[allow(dead_code)]
+        fn $out_fn(v: $core) -> $wit {
+            match v { $(<$core>::$v => <$wit>::$v),+ }
+        }
+    };
+}
+
+enum_map!(
+    kind_in,
+    kind_out,
+    t::MemoryKind,
+    record::Kind,
+    [Episodic, Semantic, Procedural]
+);
+enum_map!(
+    level_in,
+    level_out,
+    t::ScopeLevel,
+    record::ScopeLevel,
+    [Global, Project, Session]
+);
+enum_map!(
+    source_in,
+    source_out,
+    t::Source,
+    record::Source,
+    [
+        UserExplicit,
+        UserFeedback,
+        AgentInference,
+        ToolResult,
+        Imported
+    ]
+);
+enum_map!(
+    failure_in,
+    failure_out,
+    t::FailureType,
+    record::FailureType,
+    [Transient, Permanent]
+);
+enum_map!(
+    status_in,
+    status_out,
+    t::Status,
+    record::Status,
+    [Active, Superseded, Merged, Archived]
+);
+
+fn scope_in(s: t::Scope) -> record::Scope {
+    record::Scope {
+        level: level_in(s.level),
+        id: s.id,
+    }
+}
+
+fn scope_out(s: record::Scope) -> t::Scope {
+    t::Scope {
+        level: level_out(s.level),
+        id: s.id,
+    }
+}
+
+fn new_memory_in(m: t::NewMemory) -> record::NewMemory {
+    record::NewMemory {
+        content: m.content,
+        kind: m.kind.map(kind_in),
+        task_type: m.task_type,
+        task_description: m.task_description,
+        context: m.context,
+        tags: m.tags,
+        scope: m.scope.map(scope_in),
+        agent_id: m.agent_id,
+        importance: m.importance,
+        confidence: m.confidence,
+        source: m.source.map(source_in),
+        failure_type: m.failure_type.map(failure_in),
+        occurred_at: m.occurred_at,
+        valid_until: m.valid_until,
+        metadata: m.metadata,
+    }
+}
+
+fn memory_out(m: record::Memory) -> t::Memory {
+    t::Memory {
+        id: m.id,
+        kind: kind_out(m.kind),
+        content: m.content,
+        task_type: m.task_type,
+        task_description: m.task_description,
+        context: m.context,
+        tags: m.tags,
+        scope: scope_out(m.scope),
+        agent_id: m.agent_id,
+        importance: m.importance,
+        confidence: m.confidence,
+        source: source_out(m.source),
+        failure_type: m.failure_type.map(failure_out),
+        occurred_at: m.occurred_at,
+        created_at: m.created_at,
+        updated_at: m.updated_at,
+        last_accessed_at: m.last_accessed_at,
+        access_count: m.access_count,
+        status: status_out(m.status),
+        supersedes: m.supersedes,
+        superseded_by: m.superseded_by,
+        valid_until: m.valid_until,
+        metadata: m.metadata,
+        embedding_model: m.embedding_model,
+    }
+}

@@ -1,0 +1,341 @@
+//! Text and JSON forms of the WIT types, for the CLI and other text-speaking callers.
+
+use anyhow::{anyhow, bail};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::types::{
+    FailureType, Memory, MemoryKind, NewMemory, Recalled, Scope, ScopeLevel, Score, Source, Status,
+};
+
+/// Names of a WIT enum's cases, as the CLI and JSON spell them.
+macro_rules! names {
+    ($parse:ident, $name:ident, $ty:ty, $field:literal, [$($variant:ident = $text:literal),+]) => {
+        pub fn $parse(text: &str) -> anyhow::Result<$ty> {
+            match text.trim() {
+                $($text => Ok(<$ty>::$variant),)+
+                other => bail!(
+                    "{}: unknown value {:?}; expected one of {}",
+                    $field,
+                    other,
+                    [$($text),+].join(", ")
+                ),
+            }
+        }
+        pub fn $name(value: $ty) -> &'static str {
+            match value { $(<$ty>::$variant => $text),+ }
+        }
+    };
+}
+
+names!(
+    parse_kind,
+    kind_name,
+    MemoryKind,
+    "kind",
+    [
+        Episodic = "episodic",
+        Semantic = "semantic",
+        Procedural = "procedural"
+    ]
+);
+names!(
+    parse_scope_level,
+    scope_level_name,
+    ScopeLevel,
+    "scope",
+    [Global = "global", Project = "project", Session = "session"]
+);
+names!(
+    parse_source,
+    source_name,
+    Source,
+    "source",
+    [
+        UserExplicit = "user-explicit",
+        UserFeedback = "user-feedback",
+        AgentInference = "agent-inference",
+        ToolResult = "tool-result",
+        Imported = "imported"
+    ]
+);
+names!(
+    parse_failure_type,
+    failure_type_name,
+    FailureType,
+    "failure-type",
+    [Transient = "transient", Permanent = "permanent"]
+);
+names!(
+    status_parse,
+    status_name,
+    Status,
+    "status",
+    [
+        Active = "active",
+        Superseded = "superseded",
+        Merged = "merged",
+        Archived = "archived"
+    ]
+);
+
+/// ISO 8601: `2026-11-29T10:00:00Z`, with an offset, without one (read as UTC), or a bare date.
+pub fn parse_time(field: &str, text: &str) -> anyhow::Result<i64> {
+    let text = text.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.timestamp_millis());
+    }
+    for format in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M:%S%.f",
+    ] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(text, format) {
+            return Ok(t.and_utc().timestamp_millis());
+        }
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(d
+            .and_hms_opt(0, 0, 0)
+            .expect("midnight exists")
+            .and_utc()
+            .timestamp_millis());
+    }
+    bail!("{field}: {text:?} is not an ISO 8601 time (e.g. 2026-11-29T10:00:00Z or 2026-11-29)")
+}
+
+pub fn format_time(ms: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
+        .unwrap_or_else(|| ms.to_string())
+}
+
+pub fn parse_kinds(text: &str) -> anyhow::Result<Vec<MemoryKind>> {
+    split_list(text).iter().map(|k| parse_kind(k)).collect()
+}
+
+pub fn split_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+pub fn scope(level: Option<&str>, id: Option<String>) -> anyhow::Result<Option<Scope>> {
+    match (level, id) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => bail!("scope-id: given without --scope"),
+        (Some(level), id) => Ok(Some(Scope {
+            level: parse_scope_level(level)?,
+            id,
+        })),
+    }
+}
+
+/// One line of a `retain --file` JSONL file: the `retain` flags' names as keys.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetainLine {
+    #[serde(alias = "content")]
+    pub text: Option<String>,
+    pub kind: Option<String>,
+    pub importance: Option<f64>,
+    pub confidence: Option<f64>,
+    pub source: Option<String>,
+    #[serde(alias = "task-type")]
+    pub task_type: Option<String>,
+    #[serde(alias = "task-description")]
+    pub task_description: Option<String>,
+    /// JSON: an object, or text holding JSON.
+    pub context: Option<Value>,
+    pub tags: Option<Value>,
+    pub scope: Option<String>,
+    #[serde(alias = "scope-id")]
+    pub scope_id: Option<String>,
+    #[serde(alias = "agent-id")]
+    pub agent_id: Option<String>,
+    #[serde(alias = "failure-type")]
+    pub failure_type: Option<String>,
+    #[serde(alias = "occurred_at", alias = "occurred-at")]
+    pub at: Option<String>,
+    #[serde(alias = "valid-until")]
+    pub valid_until: Option<String>,
+    #[serde(alias = "metadata")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl RetainLine {
+    pub fn parse(line: &str) -> anyhow::Result<NewMemory> {
+        let parsed: RetainLine = serde_json::from_str(line).map_err(|e| anyhow!("{e}"))?;
+        parsed.into_new_memory()
+    }
+
+    pub fn into_new_memory(self) -> anyhow::Result<NewMemory> {
+        let text = self.text.ok_or_else(|| anyhow!("text: missing"))?;
+        let tags = match self.tags {
+            None => Vec::new(),
+            Some(Value::String(s)) => split_list(&s),
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s),
+                    other => Err(anyhow!("tags: {other} is not a string")),
+                })
+                .collect::<anyhow::Result<_>>()?,
+            Some(other) => bail!("tags: expected a list of strings or \"a,b\", got {other}"),
+        };
+        let context = match self.context {
+            None => None,
+            Some(Value::String(s)) => Some(s),
+            Some(v) => Some(v.to_string()),
+        };
+        let metadata = self
+            .meta
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => (k, s),
+                other => (k, other.to_string()),
+            })
+            .collect();
+        Ok(NewMemory {
+            content: text,
+            kind: self.kind.as_deref().map(parse_kind).transpose()?,
+            task_type: self.task_type,
+            task_description: self.task_description,
+            context,
+            tags,
+            scope: scope(self.scope.as_deref(), self.scope_id)?,
+            agent_id: self.agent_id,
+            importance: self
+                .importance
+                .map(|x| number("importance", x))
+                .transpose()?,
+            confidence: self
+                .confidence
+                .map(|x| number("confidence", x))
+                .transpose()?,
+            source: self.source.as_deref().map(parse_source).transpose()?,
+            failure_type: self
+                .failure_type
+                .as_deref()
+                .map(parse_failure_type)
+                .transpose()?,
+            occurred_at: self
+                .at
+                .as_deref()
+                .map(|t| parse_time("at", t))
+                .transpose()?,
+            valid_until: self
+                .valid_until
+                .as_deref()
+                .map(|t| parse_time("valid_until", t))
+                .transpose()?,
+            metadata,
+        })
+    }
+}
+
+fn number(field: &str, x: f64) -> anyhow::Result<f32> {
+    if !x.is_finite() {
+        bail!("{field}: must be a finite number");
+    }
+    Ok(x as f32)
+}
+
+pub fn memory_json(m: &Memory) -> Value {
+    let metadata: Map<String, Value> = m
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    json!({
+        "id": m.id,
+        "kind": kind_name(m.kind),
+        "content": m.content,
+        "task_type": m.task_type,
+        "task_description": m.task_description,
+        "context": m.context.as_deref().and_then(|c| serde_json::from_str::<Value>(c).ok()),
+        "tags": m.tags,
+        "scope": scope_level_name(m.scope.level),
+        "scope_id": m.scope.id,
+        "agent_id": m.agent_id,
+        "importance": round(m.importance),
+        "confidence": round(m.confidence),
+        "source": source_name(m.source),
+        "failure_type": m.failure_type.map(failure_type_name),
+        "occurred_at": format_time(m.occurred_at),
+        "created_at": format_time(m.created_at),
+        "updated_at": format_time(m.updated_at),
+        "last_accessed_at": m.last_accessed_at.map(format_time),
+        "access_count": m.access_count,
+        "status": status_name(m.status),
+        "supersedes": m.supersedes,
+        "superseded_by": m.superseded_by,
+        "valid_until": m.valid_until.map(format_time),
+        "metadata": metadata,
+        "embedding_model": m.embedding_model,
+    })
+}
+
+pub fn score_json(s: &Score) -> Value {
+    json!({
+        "semantic": round(s.semantic),
+        "lexical": round(s.lexical),
+        "recency": round(s.recency),
+        "confidence": round(s.confidence),
+        "importance": round(s.importance),
+        "task_match": round(s.task_match),
+        "similarity": round(s.similarity),
+        "total": round(s.total),
+    })
+}
+
+pub fn recalled_json(r: &Recalled) -> Value {
+    let mut v = memory_json(&r.memory);
+    v["score"] = score_json(&r.score);
+    v
+}
+
+/// Six decimals: enough to compare scores across hosts, without f32 noise in the output.
+fn round(x: f32) -> f64 {
+    (x as f64 * 1e6).round() / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_in_the_usual_iso_forms() {
+        assert_eq!(parse_time("at", "1970-01-02").unwrap(), 86_400_000);
+        assert_eq!(parse_time("at", "1970-01-01T00:00:01Z").unwrap(), 1000);
+        assert_eq!(parse_time("at", "1970-01-01T01:00:00+01:00").unwrap(), 0);
+        assert_eq!(
+            parse_time("at", "2023-05-08T13:56:00").unwrap(),
+            1_683_554_160_000
+        );
+        assert!(parse_time("at", "yesterday")
+            .unwrap_err()
+            .to_string()
+            .starts_with("at:"));
+    }
+
+    #[test]
+    fn retain_lines_name_the_bad_field() {
+        let err = RetainLine::parse(r#"{"text":"x","kind":"thought"}"#).unwrap_err();
+        assert!(err.to_string().starts_with("kind: unknown value"), "{err}");
+        let err = RetainLine::parse(r#"{"text":"x","colour":"red"}"#).unwrap_err();
+        assert!(err.to_string().contains("colour"), "{err}");
+        let err = RetainLine::parse(r#"{"kind":"semantic"}"#).unwrap_err();
+        assert!(err.to_string().starts_with("text: missing"), "{err}");
+        let ok = RetainLine::parse(
+            r#"{"text":"x","tags":"a, b","meta":{"turn":"D1:2"},"at":"2023-05-08"}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.tags, vec!["a", "b"]);
+        assert_eq!(ok.metadata, vec![("turn".to_string(), "D1:2".to_string())]);
+    }
+}

