@@ -12,13 +12,7 @@ use sha2::{Digest, Sha256};
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest_dir.parent().unwrap().to_path_buf();
-    for watched in [
-        "guest/src",
-        "guest/Cargo.toml",
-        "wit",
-        "Cargo.lock",
-        "Cargo.toml",
-    ] {
+    for watched in ["guest/src", "guest/Cargo.toml", "wit", "Cargo.lock", "Cargo.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     println!("cargo:rerun-if-env-changed=HINDSIGHT_GUEST_WASM");
@@ -39,15 +33,7 @@ fn build_guest(root: &Path) -> PathBuf {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args([
-            "build",
-            "-p",
-            "hindsight-guest",
-            "--target",
-            "wasm32-wasip2",
-            "--profile",
-            "guest",
-        ])
+        .args(["build", "-p", "hindsight-guest", "--target", "wasm32-wasip2", "--profile", "guest"])
         .arg("--target-dir")
         .arg(&target_dir);
     // The outer build's flags, wrappers (clippy-driver) and target must not leak into the guest's.
@@ -71,8 +57,5 @@ fn build_guest(root: &Path) -> PathBuf {
              run `rustup target add wasm32-wasip2`"
         );
     }
-    target_dir
-        .join("wasm32-wasip2")
-        .join("guest")
-        .join("hindsight_guest.wasm")
+    target_dir.join("wasm32-wasip2").join("guest").join("hindsight_guest.wasm")
 }

@@ -102,9 +102,7 @@ impl State {
     }
 
     fn memory(&self, id: &str) -> Option<&Memory> {
-        self.by_id
-            .get(id)
-            .and_then(|&s| self.slots[s as usize].as_ref())
+        self.by_id.get(id).and_then(|&s| self.slots[s as usize].as_ref())
     }
 
     fn insert(&mut self, memory: Memory, vector: &[f32]) {
@@ -152,16 +150,11 @@ pub struct Bank {
 pub fn validate_bank_id(id: &str) -> Result<()> {
     let ok = !id.is_empty()
         && id.len() <= 128
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if ok {
         Ok(())
     } else {
-        Err(Error::invalid(
-            "bank",
-            format!("{id:?} must be 1 to 128 characters of A-Z a-z 0-9 - _ ."),
-        ))
+        Err(Error::invalid("bank", format!("{id:?} must be 1 to 128 characters of A-Z a-z 0-9 - _ .")))
     }
 }
 
@@ -199,9 +192,10 @@ impl Bank {
         match self.store.get(&self.key("seq"))? {
             None => Ok(0),
             Some(bytes) => {
-                let raw: [u8; 8] = bytes.as_slice().try_into().map_err(|_| {
-                    Error::Corrupt(format!("bank {}: sequence is not 8 bytes", self.id))
-                })?;
+                let raw: [u8; 8] = bytes
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| Error::Corrupt(format!("bank {}: sequence is not 8 bytes", self.id)))?;
                 Ok(u64::from_le_bytes(raw))
             }
         }
@@ -222,8 +216,7 @@ impl Bank {
         if let Some(bytes) = self.store.get(&self.key("meta"))? {
             let meta: Meta = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::Corrupt(format!("bank {}: meta: {e}", self.id)))?;
-            if meta.embedding_model != self.embedder.model_id()
-                || meta.dimension != self.embedder.dimension()
+            if meta.embedding_model != self.embedder.model_id() || meta.dimension != self.embedder.dimension()
             {
                 return Err(Error::Model(format!(
                     "bank {} was built with embedding model {} ({} dimensions); this engine has {} ({} dimensions)",
@@ -275,10 +268,7 @@ impl Bank {
                 dimension: self.embedder.dimension(),
                 created_at: now,
             };
-            ops.push(Op::Put(
-                self.key("meta"),
-                serde_json::to_vec(&meta).expect("meta serialises"),
-            ));
+            ops.push(Op::Put(self.key("meta"), serde_json::to_vec(&meta).expect("meta serialises")));
         }
         let next = self.state.applied + 1;
         ops.push(Op::Put(self.key("seq"), next.to_le_bytes().to_vec()));
@@ -289,10 +279,7 @@ impl Bank {
     }
 
     fn put_memory(&self, memory: &Memory) -> Op {
-        Op::Put(
-            self.key(&format!("m/{}", memory.id)),
-            serde_json::to_vec(memory).expect("memory serialises"),
-        )
+        Op::Put(self.key(&format!("m/{}", memory.id)), serde_json::to_vec(memory).expect("memory serialises"))
     }
 
     fn new_id(&mut self, now: Timestamp) -> String {
@@ -302,11 +289,7 @@ impl Bank {
         hasher.write_u64(self.ids_made);
         hasher.write_i64(now);
         let random = hasher.finish() as u32;
-        format!(
-            "m{:011x}{:08x}",
-            (now.max(0) as u64) & 0xfff_ffff_ffff,
-            random
-        )
+        format!("m{:011x}{:08x}", (now.max(0) as u64) & 0xfff_ffff_ffff, random)
     }
 
     pub fn retain(&mut self, items: Vec<NewMemory>, now: Timestamp) -> Result<Vec<RetainOutcome>> {
@@ -357,17 +340,11 @@ impl Bank {
             return Err(Error::invalid("query", "must not be empty"));
         }
         if query.len() > limits.max_query_bytes {
-            return Err(Error::invalid(
-                "query",
-                format!("is longer than {} bytes", limits.max_query_bytes),
-            ));
+            return Err(Error::invalid("query", format!("is longer than {} bytes", limits.max_query_bytes)));
         }
         let k = q.k.unwrap_or(self.settings.recall.default_k);
         if k == 0 || k > limits.max_k {
-            return Err(Error::invalid(
-                "k",
-                format!("must be from 1 to {}, got {k}", limits.max_k),
-            ));
+            return Err(Error::invalid("k", format!("must be from 1 to {}, got {k}", limits.max_k)));
         }
         if let Some(min) = q.min_score {
             if !min.is_finite() {
@@ -387,48 +364,27 @@ impl Bank {
                 && m.valid_until.is_none_or(|until| until > now)
                 && (q.kinds.is_empty() || q.kinds.contains(&m.kind))
                 && (q.tags.is_empty() || q.tags.iter().any(|t| m.tags.contains(t)))
-                && q.scope
-                    .as_ref()
-                    .is_none_or(|s| m.scope == *s || m.scope.level == ScopeLevel::Global)
+                && q.scope.as_ref().is_none_or(|s| m.scope == *s || m.scope.level == ScopeLevel::Global)
         };
         let pool = (k * settings.recall.candidate_factor).max(50) as usize;
         let dense = state.vectors.search(&query_vector, pool, eligible);
-        let lexical = state
-            .lexical
-            .search(query, &settings.lexical, pool, eligible);
+        let lexical = state.lexical.search(query, &settings.lexical, pool, eligible);
         let mut evidence: HashMap<u32, Evidence> = HashMap::new();
         for &(slot, similarity) in &dense {
-            evidence.insert(
-                slot,
-                Evidence {
-                    similarity,
-                    bm25: 0.0,
-                },
-            );
+            evidence.insert(slot, Evidence { similarity, bm25: 0.0 });
         }
         for &(slot, bm25) in &lexical {
-            evidence
-                .entry(slot)
-                .and_modify(|e| e.bm25 = bm25)
-                .or_insert_with(|| Evidence {
-                    similarity: crate::index::dot(
-                        &query_vector,
-                        state.vectors.get(slot).unwrap_or(&[]),
-                    ),
-                    bm25,
-                });
+            evidence.entry(slot).and_modify(|e| e.bm25 = bm25).or_insert_with(|| Evidence {
+                similarity: crate::index::dot(&query_vector, state.vectors.get(slot).unwrap_or(&[])),
+                bm25,
+            });
         }
         let bounds = Bounds::over(evidence.values().copied());
         let mut ranked: Vec<(u32, Score)> = evidence
             .iter()
             .map(|(&slot, &e)| {
-                let m = state.slots[slot as usize]
-                    .as_ref()
-                    .expect("candidates are live");
-                (
-                    slot,
-                    score::fuse(m, e, &bounds, now, q.task_type.as_deref(), &settings.recall),
-                )
+                let m = state.slots[slot as usize].as_ref().expect("candidates are live");
+                (slot, score::fuse(m, e, &bounds, now, q.task_type.as_deref(), &settings.recall))
             })
             .filter(|(_, s)| q.min_score.is_none_or(|min| s.total >= min))
             .collect();
@@ -443,9 +399,7 @@ impl Bank {
         // Being recalled is use: record it, in one commit.
         let mut items = Vec::with_capacity(ranked.len());
         for (slot, score) in ranked {
-            let mut m = state.slots[slot as usize]
-                .clone()
-                .expect("ranked slots are live");
+            let mut m = state.slots[slot as usize].clone().expect("ranked slots are live");
             m.access_count = m.access_count.saturating_add(1);
             m.last_accessed_at = Some(now);
             items.push(Recalled { memory: m, score });
@@ -457,9 +411,7 @@ impl Bank {
                 self.state.update(r.memory.clone());
             }
         }
-        let budget = q
-            .prompt_tokens
-            .unwrap_or(self.settings.recall.prompt_tokens) as usize;
+        let budget = q.prompt_tokens.unwrap_or(self.settings.recall.prompt_tokens) as usize;
         let refs: Vec<&Memory> = items.iter().map(|r| &r.memory).collect();
         let prompt = prompt::block(&refs, budget);
         Ok(RecallResult { items, prompt })
@@ -467,10 +419,7 @@ impl Bank {
 
     pub fn get(&mut self, id: &str) -> Result<Memory> {
         self.sync()?;
-        self.state
-            .memory(id)
-            .cloned()
-            .ok_or_else(|| self.not_found(id))
+        self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))
     }
 
     fn not_found(&self, id: &str) -> Error {
@@ -481,16 +430,10 @@ impl Bank {
     /// vector are deleted from the store and every index.
     pub fn forget(&mut self, id: &str, hard: bool, now: Timestamp) -> Result<()> {
         self.sync()?;
-        let memory = self
-            .state
-            .memory(id)
-            .cloned()
-            .ok_or_else(|| self.not_found(id))?;
+        let memory = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         if hard {
-            let ops = vec![
-                Op::Delete(self.key(&format!("m/{id}"))),
-                Op::Delete(self.key(&format!("v/{id}"))),
-            ];
+            let ops =
+                vec![Op::Delete(self.key(&format!("m/{id}"))), Op::Delete(self.key(&format!("v/{id}")))];
             self.commit(ops, now)?;
             self.state.remove(id);
         } else if memory.status != Status::Archived {
@@ -505,11 +448,7 @@ impl Bank {
 
     pub fn restore(&mut self, id: &str, now: Timestamp) -> Result<Memory> {
         self.sync()?;
-        let mut m = self
-            .state
-            .memory(id)
-            .cloned()
-            .ok_or_else(|| self.not_found(id))?;
+        let mut m = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         match m.status {
             Status::Active => return Ok(m),
             Status::Archived => {}
@@ -546,8 +485,7 @@ impl Bank {
             match m.status {
                 Status::Active => {
                     stats.active += 1;
-                    if let Some(entry) = stats.active_by_kind.iter_mut().find(|(k, _)| *k == m.kind)
-                    {
+                    if let Some(entry) = stats.active_by_kind.iter_mut().find(|(k, _)| *k == m.kind) {
                         entry.1 += 1;
                     }
                 }
@@ -565,10 +503,7 @@ fn encode_vector(v: &[f32]) -> Vec<u8> {
 }
 
 fn decode_vector(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
 #[cfg(test)]

@@ -18,20 +18,11 @@ fn open(store: &Rc<MemStore>) -> Bank {
 }
 
 fn query(text: &str) -> RecallQuery {
-    RecallQuery {
-        query: text.into(),
-        k: Some(3),
-        now: NOW,
-        ..Default::default()
-    }
+    RecallQuery { query: text.into(), k: Some(3), now: NOW, ..Default::default() }
 }
 
 fn texts(result: &RecallResult) -> Vec<&str> {
-    result
-        .items
-        .iter()
-        .map(|r| r.memory.content.as_str())
-        .collect()
+    result.items.iter().map(|r| r.memory.content.as_str()).collect()
 }
 
 fn seed(bank: &mut Bank) -> Vec<String> {
@@ -53,10 +44,7 @@ fn retained_memories_are_recalled_best_first_with_a_breakdown() {
     let mut bank = open(&store);
     seed(&mut bank);
     let result = bank.recall(query("CSV encoding with pandas")).unwrap();
-    assert_eq!(
-        texts(&result)[0],
-        "pandas read_csv needs encoding utf-8-sig for Chinese CSV files"
-    );
+    assert_eq!(texts(&result)[0], "pandas read_csv needs encoding utf-8-sig for Chinese CSV files");
     let s = result.items[0].score;
     let sum = s.semantic + s.lexical + s.recency + s.confidence + s.importance + s.task_match;
     assert!((s.total - sum).abs() < 1e-5);
@@ -70,10 +58,7 @@ fn a_reopened_bank_recalls_from_the_store() {
     seed(&mut open(&store));
     let mut reopened = open(&store);
     let result = reopened.recall(query("PostgreSQL services")).unwrap();
-    assert_eq!(
-        texts(&result)[0],
-        "user prefers PostgreSQL for new services"
-    );
+    assert_eq!(texts(&result)[0], "user prefers PostgreSQL for new services");
     assert_eq!(reopened.stats().unwrap().active, 3);
 }
 
@@ -82,11 +67,7 @@ fn recall_counts_access_in_the_store() {
     let store = Rc::new(MemStore::new());
     let mut bank = open(&store);
     let ids = seed(&mut bank);
-    bank.recall(RecallQuery {
-        k: Some(1),
-        ..query("PostgreSQL")
-    })
-    .unwrap();
+    bank.recall(RecallQuery { k: Some(1), ..query("PostgreSQL") }).unwrap();
     let m = open(&store).get(&ids[2]).unwrap();
     assert_eq!(m.access_count, 1);
     assert_eq!(m.last_accessed_at, Some(NOW));
@@ -129,10 +110,7 @@ fn hard_forget_erases_every_byte() {
     assert!(!store.contains_bytes(b"utf-8-sig"));
     assert!(!store.contains_bytes(ids[0].as_bytes()));
     assert!(matches!(bank.get(&ids[0]), Err(Error::NotFound(_))));
-    assert!(matches!(
-        bank.restore(&ids[0], NOW),
-        Err(Error::NotFound(_))
-    ));
+    assert!(matches!(bank.restore(&ids[0], NOW), Err(Error::NotFound(_))));
     let result = bank.recall(query("read_csv utf-8-sig")).unwrap();
     assert!(!texts(&result).iter().any(|t| t.contains("read_csv")));
     assert_eq!(open(&store).stats().unwrap().total, 2);
@@ -146,20 +124,11 @@ fn an_invalid_item_fails_the_call_and_stores_nothing() {
     let before = store.len();
     let err = bank
         .retain(
-            vec![
-                NewMemory::text("fine"),
-                NewMemory {
-                    importance: Some(7.0),
-                    ..NewMemory::text("bad")
-                },
-            ],
+            vec![NewMemory::text("fine"), NewMemory { importance: Some(7.0), ..NewMemory::text("bad") }],
             NOW,
         )
         .unwrap_err();
-    assert_eq!(
-        err,
-        Error::InvalidInput("items[1].importance: must be a number from 0 to 1, got 7".into())
-    );
+    assert_eq!(err, Error::InvalidInput("items[1].importance: must be a number from 0 to 1, got 7".into()));
     assert_eq!(store.len(), before);
     assert_eq!(bank.stats().unwrap().active, 3);
 }
@@ -170,10 +139,7 @@ fn a_failed_commit_leaves_the_bank_as_it_was() {
     let mut bank = open(&store);
     let ids = seed(&mut bank);
     store.fail_next_commit.set(true);
-    assert!(matches!(
-        bank.retain(vec![NewMemory::text("lost")], NOW),
-        Err(Error::Store(_))
-    ));
+    assert!(matches!(bank.retain(vec![NewMemory::text("lost")], NOW), Err(Error::Store(_))));
     store.fail_next_commit.set(true);
     assert!(bank.forget(&ids[0], true, NOW).is_err());
     assert_eq!(bank.stats().unwrap().active, 3);
@@ -204,19 +170,10 @@ fn filters_apply_before_ranking() {
         NOW - DAY_MS,
     )
     .unwrap();
-    let only_semantic = bank
-        .recall(RecallQuery {
-            kinds: vec![Kind::Semantic],
-            ..query("PostgreSQL")
-        })
-        .unwrap();
+    let only_semantic =
+        bank.recall(RecallQuery { kinds: vec![Kind::Semantic], ..query("PostgreSQL") }).unwrap();
     assert_eq!(texts(&only_semantic), vec!["PostgreSQL is preferred"]);
-    let tagged = bank
-        .recall(RecallQuery {
-            tags: vec!["db".into()],
-            ..query("PostgreSQL")
-        })
-        .unwrap();
+    let tagged = bank.recall(RecallQuery { tags: vec!["db".into()], ..query("PostgreSQL") }).unwrap();
     assert_eq!(texts(&tagged), vec!["PostgreSQL is preferred"]);
     let all = bank.recall(query("PostgreSQL")).unwrap();
     assert!(
@@ -253,24 +210,10 @@ fn recency_and_confidence_break_ties_between_equal_matches() {
 fn bad_queries_are_named() {
     let store = Rc::new(MemStore::new());
     let mut bank = open(&store);
+    assert!(bank.recall(query("   ")).unwrap_err().message().starts_with("query:"));
+    assert!(bank.recall(RecallQuery { k: Some(0), ..query("x") }).unwrap_err().message().starts_with("k:"));
     assert!(bank
-        .recall(query("   "))
-        .unwrap_err()
-        .message()
-        .starts_with("query:"));
-    assert!(bank
-        .recall(RecallQuery {
-            k: Some(0),
-            ..query("x")
-        })
-        .unwrap_err()
-        .message()
-        .starts_with("k:"));
-    assert!(bank
-        .recall(RecallQuery {
-            min_score: Some(f32::NAN),
-            ..query("x")
-        })
+        .recall(RecallQuery { min_score: Some(f32::NAN), ..query("x") })
         .unwrap_err()
         .message()
         .starts_with("min-score:"));
@@ -297,9 +240,6 @@ fn banks_sharing_a_store_do_not_see_each_other() {
     .unwrap();
     assert!(b.recall(query("PostgreSQL")).unwrap().items.is_empty());
     assert!(matches!(b.get(&ids[0]), Err(Error::NotFound(_))));
-    assert!(matches!(
-        b.forget(&ids[0], true, NOW),
-        Err(Error::NotFound(_))
-    ));
+    assert!(matches!(b.forget(&ids[0], true, NOW), Err(Error::NotFound(_))));
     assert_eq!(a.stats().unwrap().active, 3);
 }

@@ -38,27 +38,19 @@ impl Embedder {
         // truncates at 128 tokens, far below what the model can take.
         tokenizer.with_padding(None);
         tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS,
-                ..Default::default()
-            }))
+            .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..Default::default() }))
             .map_err(|e| Error::Model(format!("tokenizer truncation: {e}")))?;
 
         // The exporter's intermediate shape annotations are narrower than what the graph
         // computes (a [b,1,1,s] mask declared [b,1,s,s]); tract infers shapes itself.
-        let onnx = tract_onnx::onnx()
-            .with_ignore_value_info(true)
-            .with_ignore_output_shapes(true);
+        let onnx = tract_onnx::onnx().with_ignore_value_info(true).with_ignore_output_shapes(true);
         let mut proto = onnx
             .proto_model_for_read(&mut &model[..])
             .map_err(|e| Error::Model(format!("model.onnx could not be parsed: {e}")))?;
         let model_id = model_id(model);
         gather_before_dequantize(&mut proto);
 
-        let graph = proto
-            .graph
-            .as_ref()
-            .ok_or_else(|| Error::Model("model.onnx has no graph".into()))?;
+        let graph = proto.graph.as_ref().ok_or_else(|| Error::Model("model.onnx has no graph".into()))?;
         let inputs = graph
             .input
             .iter()
@@ -66,9 +58,7 @@ impl Embedder {
                 "input_ids" => Ok(InputKind::Ids),
                 "attention_mask" => Ok(InputKind::Mask),
                 "token_type_ids" => Ok(InputKind::TypeIds),
-                other => Err(Error::Model(format!(
-                    "model input {other:?} is not one a BERT encoder takes"
-                ))),
+                other => Err(Error::Model(format!("model input {other:?} is not one a BERT encoder takes"))),
             })
             .collect::<Result<Vec<_>>>()?;
 
@@ -79,16 +69,9 @@ impl Embedder {
         let typed = inference
             .into_optimized()
             .map_err(|e| Error::Model(format!("model could not be optimised: {e:#}")))?;
-        let plan = typed
-            .into_runnable()
-            .map_err(|e| Error::Model(format!("model could not be planned: {e}")))?;
-        let mut embedder = Embedder {
-            tokenizer,
-            plan,
-            dimension: 0,
-            model_id,
-            inputs,
-        };
+        let plan =
+            typed.into_runnable().map_err(|e| Error::Model(format!("model could not be planned: {e}")))?;
+        let mut embedder = Embedder { tokenizer, plan, dimension: 0, model_id, inputs };
         embedder.dimension = embedder.embed_batch(&["dimension probe"])?[0].len();
         Ok(embedder)
     }
@@ -118,12 +101,7 @@ impl Embedder {
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
         let rows = encodings.len();
-        let width = encodings
-            .iter()
-            .map(|e| e.get_ids().len())
-            .max()
-            .unwrap_or(0)
-            .max(1);
+        let width = encodings.iter().map(|e| e.get_ids().len()).max().unwrap_or(0).max(1);
         let mut ids = vec![0i64; rows * width];
         let mut mask = vec![0i64; rows * width];
         let mut type_ids = vec![0i64; rows * width];
@@ -135,12 +113,10 @@ impl Embedder {
             }
         }
         let tensor = |data: &[i64]| -> Result<TValue> {
-            Ok(
-                tract_ndarray::Array2::from_shape_vec((rows, width), data.to_vec())
-                    .map_err(|e| Error::Model(e.to_string()))?
-                    .into_tensor()
-                    .into(),
-            )
+            Ok(tract_ndarray::Array2::from_shape_vec((rows, width), data.to_vec())
+                .map_err(|e| Error::Model(e.to_string()))?
+                .into_tensor()
+                .into())
         };
         let inputs: TVec<TValue> = self
             .inputs
@@ -151,10 +127,7 @@ impl Embedder {
                 InputKind::TypeIds => tensor(&type_ids),
             })
             .collect::<Result<_>>()?;
-        let outputs = self
-            .plan
-            .run(inputs)
-            .map_err(|e| Error::Model(format!("model run: {e}")))?;
+        let outputs = self.plan.run(inputs).map_err(|e| Error::Model(format!("model run: {e}")))?;
         let hidden = outputs[0]
             .to_plain_array_view::<f32>()
             .map_err(|e| Error::Model(format!("model output: {e}")))?;
@@ -166,9 +139,7 @@ impl Embedder {
         }
         let dim = shape[2];
         let hidden = hidden.as_standard_layout();
-        let flat = hidden
-            .as_slice()
-            .ok_or_else(|| Error::Model("model output not contiguous".into()))?;
+        let flat = hidden.as_slice().ok_or_else(|| Error::Model("model output not contiguous".into()))?;
         let mut out = Vec::with_capacity(rows);
         for (r, enc) in encodings.iter().enumerate() {
             let real = enc.get_ids().len().max(1);
@@ -187,11 +158,7 @@ impl Embedder {
 
     /// How many tokens the tokenizer makes of a text (after truncation).
     pub fn token_count(&self, text: &str) -> Result<usize> {
-        Ok(self
-            .tokenizer
-            .encode(text, true)
-            .map_err(|e| Error::Model(format!("tokenizer: {e}")))?
-            .len())
+        Ok(self.tokenizer.encode(text, true).map_err(|e| Error::Model(format!("tokenizer: {e}")))?.len())
     }
 }
 
@@ -222,18 +189,9 @@ pub fn gather_before_dequantize(proto: &mut pb::ModelProto) -> usize {
         return 0;
     };
     let initializer_dims = |name: &str| -> Option<Vec<i64>> {
-        graph
-            .initializer
-            .iter()
-            .find(|t| t.name == name)
-            .map(|t| t.dims.clone())
+        graph.initializer.iter().find(|t| t.name == name).map(|t| t.dims.clone())
     };
-    let producer = |name: &str| {
-        graph
-            .node
-            .iter()
-            .position(|n| n.output.iter().any(|o| o == name))
-    };
+    let producer = |name: &str| graph.node.iter().position(|n| n.output.iter().any(|o| o == name));
 
     struct Rewrite {
         gather: usize,
@@ -247,12 +205,7 @@ pub fn gather_before_dequantize(proto: &mut pb::ModelProto) -> usize {
         if gather.op_type != "Gather" || gather.input.len() != 2 {
             continue;
         }
-        let axis = gather
-            .attribute
-            .iter()
-            .find(|a| a.name == "axis")
-            .map(|a| a.i)
-            .unwrap_or(0);
+        let axis = gather.attribute.iter().find(|a| a.name == "axis").map(|a| a.i).unwrap_or(0);
         if axis != 0 {
             continue;
         }
@@ -270,10 +223,8 @@ pub fn gather_before_dequantize(proto: &mut pb::ModelProto) -> usize {
         if cast.op_type != "Cast" || cast.input.len() != 1 {
             continue;
         }
-        let (Some(qdims), Some(sdims)) = (
-            initializer_dims(&cast.input[0]),
-            initializer_dims(&mul.input[1]),
-        ) else {
+        let (Some(qdims), Some(sdims)) = (initializer_dims(&cast.input[0]), initializer_dims(&mul.input[1]))
+        else {
             continue;
         };
         let scalar = sdims.iter().product::<i64>() == 1;
@@ -345,19 +296,14 @@ pub fn gather_before_dequantize(proto: &mut pb::ModelProto) -> usize {
         graph.node.splice(ix..=ix, nodes);
     }
     loop {
-        let consumed: std::collections::HashSet<String> = graph
-            .node
-            .iter()
-            .flat_map(|n| n.input.iter().cloned())
-            .collect();
+        let consumed: std::collections::HashSet<String> =
+            graph.node.iter().flat_map(|n| n.input.iter().cloned()).collect();
         let outputs: std::collections::HashSet<String> =
             graph.output.iter().map(|o| o.name.clone()).collect();
         let before = graph.node.len();
         graph.node.retain(|n| {
             !(matches!(n.op_type.as_str(), "Mul" | "Cast")
-                && n.output
-                    .iter()
-                    .all(|o| !consumed.contains(o) && !outputs.contains(o)))
+                && n.output.iter().all(|o| !consumed.contains(o) && !outputs.contains(o)))
         });
         if graph.node.len() == before {
             break;

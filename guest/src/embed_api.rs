@@ -47,9 +47,9 @@ impl TextEmbedder for HashEmbedder {
             .map(|t| {
                 let mut v = vec![0f32; self.dimension];
                 for term in crate::lexical::tokenize(t) {
-                    let h = term.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-                        (h ^ b as u64).wrapping_mul(0x100000001b3)
-                    });
+                    let h = term
+                        .bytes()
+                        .fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3));
                     v[(h % self.dimension as u64) as usize] += 1.0;
                 }
                 if v.iter().all(|x| *x == 0.0) {

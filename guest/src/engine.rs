@@ -22,10 +22,7 @@ impl Engine {
     }
 
     pub fn with_embedder(embedder: Rc<dyn TextEmbedder>, settings: Settings) -> Engine {
-        Engine {
-            embedder,
-            settings: Rc::new(settings),
-        }
+        Engine { embedder, settings: Rc::new(settings) }
     }
 
     pub fn model_id(&self) -> &str {

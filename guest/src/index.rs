@@ -11,11 +11,7 @@ pub struct VectorIndex {
 
 impl VectorIndex {
     pub fn new(dim: usize) -> Self {
-        VectorIndex {
-            dim,
-            data: Vec::new(),
-            live: Vec::new(),
-        }
+        VectorIndex { dim, data: Vec::new(), live: Vec::new() }
     }
 
     pub fn dim(&self) -> usize {
@@ -48,12 +44,7 @@ impl VectorIndex {
     }
 
     /// The `limit` eligible slots most similar to `query` (dot product of unit vectors = cosine).
-    pub fn search(
-        &self,
-        query: &[f32],
-        limit: usize,
-        eligible: impl Fn(u32) -> bool,
-    ) -> Vec<(u32, f32)> {
+    pub fn search(&self, query: &[f32], limit: usize, eligible: impl Fn(u32) -> bool) -> Vec<(u32, f32)> {
         let mut top = TopK::new(limit);
         for (slot, row) in self.data.chunks_exact(self.dim).enumerate() {
             if self.live[slot] && eligible(slot as u32) {
@@ -91,11 +82,7 @@ pub struct TopK {
 
 impl TopK {
     pub fn new(k: usize) -> Self {
-        TopK {
-            k,
-            items: Vec::with_capacity(k * 2 + 1),
-            floor: f32::NEG_INFINITY,
-        }
+        TopK { k, items: Vec::with_capacity(k * 2 + 1), floor: f32::NEG_INFINITY }
     }
 
     #[inline]
@@ -110,8 +97,7 @@ impl TopK {
     }
 
     fn shrink(&mut self) {
-        self.items
-            .sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        self.items.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         self.items.truncate(self.k);
         if self.items.len() == self.k {
             self.floor = self.items[self.k - 1].1;

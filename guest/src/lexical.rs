@@ -6,12 +6,12 @@ use crate::settings::LexicalSettings;
 
 /// Words too common to say anything about a memory.
 const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "did", "do", "does", "for",
-    "from", "had", "has", "have", "he", "her", "his", "i", "if", "in", "into", "is", "it", "its",
-    "me", "my", "of", "on", "or", "our", "she", "so", "that", "the", "their", "them", "then",
-    "there", "these", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which",
-    "who", "whom", "why", "will", "with", "you", "your", "how", "can", "would", "should", "could",
-    "s", "t", "am", "than", "too", "very", "just", "about", "also",
+    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "did", "do", "does", "for", "from",
+    "had", "has", "have", "he", "her", "his", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of",
+    "on", "or", "our", "she", "so", "that", "the", "their", "them", "then", "there", "these", "they", "this",
+    "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "you",
+    "your", "how", "can", "would", "should", "could", "s", "t", "am", "than", "too", "very", "just", "about",
+    "also",
 ];
 
 fn is_cjk(c: char) -> bool {
@@ -91,11 +91,7 @@ fn stem(word: &str) -> String {
             return word[..word.len() - 2].to_string();
         }
     }
-    if word.ends_with('s')
-        && !word.ends_with("ss")
-        && !word.ends_with("us")
-        && !word.ends_with("is")
-    {
+    if word.ends_with('s') && !word.ends_with("ss") && !word.ends_with("us") && !word.ends_with("is") {
         return word[..word.len() - 1].to_string();
     }
     word.to_string()
@@ -145,11 +141,7 @@ impl LexicalIndex {
         if self.docs.len() <= slot {
             self.docs.resize(slot + 1, Doc::default());
         }
-        self.docs[slot] = Doc {
-            len: terms.len() as u32,
-            terms: doc_terms,
-            live: true,
-        };
+        self.docs[slot] = Doc { len: terms.len() as u32, terms: doc_terms, live: true };
         self.live_docs += 1;
         self.total_len += terms.len() as u64;
     }
@@ -215,8 +207,8 @@ impl LexicalIndex {
                 }
                 let len = self.docs[slot as usize].len as f32;
                 let tf = tf as f32;
-                let norm = tf * (params.k1 + 1.0)
-                    / (tf + params.k1 * (1.0 - params.b + params.b * len / avg_len));
+                let norm =
+                    tf * (params.k1 + 1.0) / (tf + params.k1 * (1.0 - params.b + params.b * len / avg_len));
                 *scores.entry(slot).or_insert(0.0) += idf * norm;
             }
         }
@@ -230,10 +222,7 @@ mod tests {
 
     #[test]
     fn english_words_are_lowercased_stemmed_and_stopwords_dropped() {
-        assert_eq!(
-            tokenize("The CSV files failed"),
-            vec!["csv", "file", "failed"]
-        );
+        assert_eq!(tokenize("The CSV files failed"), vec!["csv", "file", "failed"]);
         assert_eq!(
             tokenize("pandas.read_csv(encoding)"),
             vec!["panda", "read", "csv", "read_csv", "encoding"]
@@ -243,19 +232,13 @@ mod tests {
     #[test]
     fn cjk_runs_become_unigrams_and_bigrams() {
         assert_eq!(tokenize("中文CSV"), vec!["中", "中文", "文", "csv"]);
-        assert_eq!(
-            tokenize("読み込み"),
-            vec!["読", "読み", "み", "み込", "込", "込み", "み"]
-        );
+        assert_eq!(tokenize("読み込み"), vec!["読", "読み", "み", "み込", "込", "込み", "み"]);
     }
 
     #[test]
     fn bm25_prefers_the_document_sharing_rare_terms() {
         let mut index = LexicalIndex::new();
-        index.insert(
-            0,
-            "处理中文CSV时，pandas.read_csv需指定encoding='utf-8-sig'",
-        );
+        index.insert(0, "处理中文CSV时，pandas.read_csv需指定encoding='utf-8-sig'");
         index.insert(1, "The deploy script needs the staging API token");
         index.insert(2, "User prefers PostgreSQL over MySQL");
         let hits = index.search("读取中文CSV乱码", &LexicalSettings::default(), 10, |_| true);
@@ -271,8 +254,6 @@ mod tests {
         index.remove(0);
         let hits = index.search("flaky payments", &LexicalSettings::default(), 10, |_| true);
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1]);
-        assert!(index
-            .search("payments", &LexicalSettings::default(), 10, |s| s != 1)
-            .is_empty());
+        assert!(index.search("payments", &LexicalSettings::default(), 10, |s| s != 1).is_empty());
     }
 }

@@ -20,7 +20,5 @@ mod wit_glue;
 pub use bank::{Bank, RecallQuery, RecallResult, Recalled, RetainAction, RetainOutcome, Stats};
 pub use engine::Engine;
 pub use error::{Error, Result};
-pub use record::{
-    FailureType, Kind, Memory, NewMemory, Scope, ScopeLevel, Source, Status, Timestamp,
-};
+pub use record::{FailureType, Kind, Memory, NewMemory, Scope, ScopeLevel, Source, Status, Timestamp};
 pub use settings::Settings;

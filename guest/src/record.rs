@@ -67,20 +67,14 @@ pub struct Scope {
 }
 
 impl Scope {
-    pub const GLOBAL: Scope = Scope {
-        level: ScopeLevel::Global,
-        id: None,
-    };
+    pub const GLOBAL: Scope = Scope { level: ScopeLevel::Global, id: None };
 
     fn validate(&self, limits: &crate::settings::Limits) -> Result<()> {
         match (&self.level, &self.id) {
-            (ScopeLevel::Global, Some(_)) => {
-                Err(Error::invalid("scope-id", "a global scope takes no id"))
+            (ScopeLevel::Global, Some(_)) => Err(Error::invalid("scope-id", "a global scope takes no id")),
+            (ScopeLevel::Project | ScopeLevel::Session, None) => {
+                Err(Error::invalid("scope-id", format!("a {} scope needs an id", self.level)))
             }
-            (ScopeLevel::Project | ScopeLevel::Session, None) => Err(Error::invalid(
-                "scope-id",
-                format!("a {} scope needs an id", self.level),
-            )),
             (_, Some(id)) => check_text("scope-id", id, limits.max_field_bytes),
             (ScopeLevel::Global, None) => Ok(()),
         }
@@ -144,10 +138,7 @@ pub struct NewMemory {
 
 impl NewMemory {
     pub fn text(content: impl Into<String>) -> Self {
-        NewMemory {
-            content: content.into(),
-            ..Default::default()
-        }
+        NewMemory { content: content.into(), ..Default::default() }
     }
 
     /// Checks every field, then builds the record with the settings' defaults filled in.
@@ -166,11 +157,7 @@ impl NewMemory {
         if content.len() > limits.max_content_bytes {
             return Err(Error::invalid(
                 "content",
-                format!(
-                    "is {} bytes; the limit is {} bytes",
-                    content.len(),
-                    limits.max_content_bytes
-                ),
+                format!("is {} bytes; the limit is {} bytes", content.len(), limits.max_content_bytes),
             ));
         }
         for (field, value) in [
@@ -184,10 +171,7 @@ impl NewMemory {
         }
         if let Some(context) = &self.context {
             if context.len() > limits.max_content_bytes {
-                return Err(Error::invalid(
-                    "context",
-                    "is longer than the content limit",
-                ));
+                return Err(Error::invalid("context", "is longer than the content limit"));
             }
             serde_json::from_str::<serde_json::Value>(context)
                 .map_err(|e| Error::invalid("context", format!("must be JSON text: {e}")))?;
@@ -209,11 +193,7 @@ impl NewMemory {
         if self.metadata.len() > limits.max_metadata_pairs {
             return Err(Error::invalid(
                 "metadata",
-                format!(
-                    "{} pairs; the limit is {}",
-                    self.metadata.len(),
-                    limits.max_metadata_pairs
-                ),
+                format!("{} pairs; the limit is {}", self.metadata.len(), limits.max_metadata_pairs),
             ));
         }
         for (key, value) in &self.metadata {
@@ -275,10 +255,7 @@ fn check_text(field: &str, value: &str, max_bytes: usize) -> Result<()> {
         return Err(Error::invalid(field, "must not be empty"));
     }
     if value.len() > max_bytes {
-        return Err(Error::invalid(
-            field,
-            format!("is longer than {max_bytes} bytes"),
-        ));
+        return Err(Error::invalid(field, format!("is longer than {max_bytes} bytes")));
     }
     Ok(())
 }
@@ -288,10 +265,7 @@ pub fn unit_interval(field: &str, value: Option<f32>) -> Result<Option<f32>> {
     match value {
         None => Ok(None),
         Some(v) if v.is_finite() && (0.0..=1.0).contains(&v) => Ok(Some(v)),
-        Some(v) => Err(Error::invalid(
-            field,
-            format!("must be a number from 0 to 1, got {v}"),
-        )),
+        Some(v) => Err(Error::invalid(field, format!("must be a number from 0 to 1, got {v}"))),
     }
 }
 
@@ -316,41 +290,20 @@ mod tests {
     #[test]
     fn bad_fields_are_named() {
         let err = build(NewMemory::text("")).unwrap_err();
-        assert_eq!(
-            err,
-            Error::InvalidInput("content: must not be empty".into())
-        );
-        let err = build(NewMemory {
-            importance: Some(7.0),
-            ..NewMemory::text("x")
-        })
-        .unwrap_err();
+        assert_eq!(err, Error::InvalidInput("content: must not be empty".into()));
+        let err = build(NewMemory { importance: Some(7.0), ..NewMemory::text("x") }).unwrap_err();
         assert!(err.message().starts_with("importance:"), "{err}");
-        let err = build(NewMemory {
-            confidence: Some(f32::NAN),
-            ..NewMemory::text("x")
-        })
-        .unwrap_err();
+        let err = build(NewMemory { confidence: Some(f32::NAN), ..NewMemory::text("x") }).unwrap_err();
         assert!(err.message().starts_with("confidence:"), "{err}");
-        let err = build(NewMemory {
-            context: Some("{".into()),
-            ..NewMemory::text("x")
-        })
-        .unwrap_err();
+        let err = build(NewMemory { context: Some("{".into()), ..NewMemory::text("x") }).unwrap_err();
         assert!(err.message().starts_with("context:"), "{err}");
         let err = build(NewMemory {
-            scope: Some(Scope {
-                level: ScopeLevel::Project,
-                id: None,
-            }),
+            scope: Some(Scope { level: ScopeLevel::Project, id: None }),
             ..NewMemory::text("x")
         })
         .unwrap_err();
         assert!(err.message().starts_with("scope-id:"), "{err}");
         let err = Kind::parse("kind", "thought").unwrap_err();
-        assert!(
-            err.message().contains("episodic, semantic, procedural"),
-            "{err}"
-        );
+        assert!(err.message().contains("episodic, semantic, procedural"), "{err}");
     }
 }

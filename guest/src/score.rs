@@ -34,11 +34,7 @@ pub struct Bounds {
 
 impl Bounds {
     pub fn over(evidence: impl Iterator<Item = Evidence>) -> Bounds {
-        let mut b = Bounds {
-            sim_min: f32::INFINITY,
-            sim_max: f32::NEG_INFINITY,
-            bm25_max: 0.0,
-        };
+        let mut b = Bounds { sim_min: f32::INFINITY, sim_max: f32::NEG_INFINITY, bm25_max: 0.0 };
         for e in evidence {
             b.sim_min = b.sim_min.min(e.similarity);
             b.sim_max = b.sim_max.max(e.similarity);
@@ -107,12 +103,8 @@ mod tests {
     use crate::settings::Settings;
 
     fn memory(occurred_at: i64) -> Memory {
-        let item = NewMemory {
-            occurred_at: Some(occurred_at),
-            ..NewMemory::text("x")
-        };
-        item.into_memory("m".into(), occurred_at, &Settings::default(), "model")
-            .unwrap()
+        let item = NewMemory { occurred_at: Some(occurred_at), ..NewMemory::text("x") };
+        item.into_memory("m".into(), occurred_at, &Settings::default(), "model").unwrap()
     }
 
     #[test]
@@ -129,28 +121,15 @@ mod tests {
     fn total_is_the_sum_of_weighted_factors() {
         let settings = RecallSettings::default();
         let m = memory(0);
-        let e = [
-            Evidence {
-                similarity: 0.2,
-                bm25: 0.0,
-            },
-            Evidence {
-                similarity: 0.8,
-                bm25: 3.0,
-            },
-        ];
+        let e = [Evidence { similarity: 0.2, bm25: 0.0 }, Evidence { similarity: 0.8, bm25: 3.0 }];
         let bounds = Bounds::over(e.iter().copied());
         let best = fuse(&m, e[1], &bounds, 0, None, &settings);
         let worst = fuse(&m, e[0], &bounds, 0, None, &settings);
         assert!((best.semantic - settings.weights.semantic).abs() < 1e-6);
         assert!((best.lexical - settings.weights.lexical).abs() < 1e-6);
         assert_eq!(worst.semantic, 0.0);
-        let sum = best.semantic
-            + best.lexical
-            + best.recency
-            + best.confidence
-            + best.importance
-            + best.task_match;
+        let sum =
+            best.semantic + best.lexical + best.recency + best.confidence + best.importance + best.task_match;
         assert!((best.total - sum).abs() < 1e-6);
         assert!(best.total > worst.total);
     }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::record::{Kind, Source};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub defaults: Defaults,
@@ -163,17 +163,6 @@ impl Default for LexicalSettings {
     }
 }
 
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            defaults: Defaults::default(),
-            limits: Limits::default(),
-            recall: RecallSettings::default(),
-            lexical: LexicalSettings::default(),
-        }
-    }
-}
-
 impl Settings {
     /// Parses settings JSON; "" means all defaults.
     pub fn from_json(text: &str) -> Result<Settings> {
@@ -191,28 +180,16 @@ impl Settings {
             if v.is_finite() && (0.0..=1.0).contains(&v) {
                 Ok(())
             } else {
-                Err(Error::invalid(
-                    format!("settings.{field}"),
-                    format!("must be from 0 to 1, got {v}"),
-                ))
+                Err(Error::invalid(format!("settings.{field}"), format!("must be from 0 to 1, got {v}")))
             }
         };
         let d = &self.defaults;
         unit("defaults.importance", d.importance)?;
         for (field, v) in [
-            (
-                "defaults.confidence_user_explicit",
-                d.confidence_user_explicit,
-            ),
-            (
-                "defaults.confidence_user_feedback",
-                d.confidence_user_feedback,
-            ),
+            ("defaults.confidence_user_explicit", d.confidence_user_explicit),
+            ("defaults.confidence_user_feedback", d.confidence_user_feedback),
             ("defaults.confidence_tool_result", d.confidence_tool_result),
-            (
-                "defaults.confidence_agent_inference",
-                d.confidence_agent_inference,
-            ),
+            ("defaults.confidence_agent_inference", d.confidence_agent_inference),
             ("defaults.confidence_imported", d.confidence_imported),
         ] {
             unit(field, v)?;
@@ -227,46 +204,28 @@ impl Settings {
             ("recall.weights.task_match", w.task_match),
         ] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(Error::invalid(
-                    format!("settings.{field}"),
-                    "must be a finite number ≥ 0",
-                ));
+                return Err(Error::invalid(format!("settings.{field}"), "must be a finite number ≥ 0"));
             }
         }
         let r = &self.recall;
         for (field, v) in [
             ("recall.half_life_days_episodic", r.half_life_days_episodic),
             ("recall.half_life_days_semantic", r.half_life_days_semantic),
-            (
-                "recall.half_life_days_procedural",
-                r.half_life_days_procedural,
-            ),
+            ("recall.half_life_days_procedural", r.half_life_days_procedural),
         ] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(Error::invalid(
-                    format!("settings.{field}"),
-                    "must be a number > 0",
-                ));
+                return Err(Error::invalid(format!("settings.{field}"), "must be a number > 0"));
             }
         }
         if r.candidate_factor == 0 {
-            return Err(Error::invalid(
-                "settings.recall.candidate_factor",
-                "must be at least 1",
-            ));
+            return Err(Error::invalid("settings.recall.candidate_factor", "must be at least 1"));
         }
         if r.default_k == 0 || r.default_k > self.limits.max_k {
-            return Err(Error::invalid(
-                "settings.recall.default_k",
-                "must be from 1 to limits.max_k",
-            ));
+            return Err(Error::invalid("settings.recall.default_k", "must be from 1 to limits.max_k"));
         }
         let l = &self.lexical;
         if !(l.k1.is_finite() && l.k1 >= 0.0) {
-            return Err(Error::invalid(
-                "settings.lexical.k1",
-                "must be a finite number ≥ 0",
-            ));
+            return Err(Error::invalid("settings.lexical.k1", "must be a finite number ≥ 0"));
         }
         unit("lexical.b", l.b)?;
         Ok(())
@@ -290,9 +249,6 @@ mod tests {
         let err = Settings::from_json(r#"{"recal":{}}"#).unwrap_err();
         assert!(err.message().contains("recal"), "{err}");
         let err = Settings::from_json(r#"{"defaults":{"importance":3}}"#).unwrap_err();
-        assert!(
-            err.message().starts_with("settings.defaults.importance"),
-            "{err}"
-        );
+        assert!(err.message().starts_with("settings.defaults.importance"), "{err}");
     }
 }

@@ -14,12 +14,7 @@ pub enum Op {
 pub trait Store {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
     /// Keys starting with `prefix` in byte order, after `start_after`, at most `limit` of them.
-    fn scan(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<(String, Vec<u8>)>>;
+    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Result<Vec<(String, Vec<u8>)>>;
     /// Applies all ops atomically.
     fn commit(&self, ops: Vec<Op>) -> Result<()>;
 }
@@ -38,9 +33,7 @@ pub fn scan_all(
         let mut last = None;
         for (key, value) in page {
             if !key.starts_with(prefix) {
-                return Err(Error::Store(format!(
-                    "scan of {prefix:?} returned foreign key {key:?}"
-                )));
+                return Err(Error::Store(format!("scan of {prefix:?} returned foreign key {key:?}")));
             }
             last = Some(key.clone());
             each(key, value)?;
@@ -87,12 +80,7 @@ impl Store for MemStore {
         Ok(self.map.borrow().get(key).cloned())
     }
 
-    fn scan(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<(String, Vec<u8>)>> {
+    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Result<Vec<(String, Vec<u8>)>> {
         use std::ops::Bound;
         let map = self.map.borrow();
         let lower = match start_after {
@@ -130,12 +118,7 @@ impl<S: Store + ?Sized> Store for std::rc::Rc<S> {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         (**self).get(key)
     }
-    fn scan(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<(String, Vec<u8>)>> {
+    fn scan(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Result<Vec<(String, Vec<u8>)>> {
         (**self).scan(prefix, start_after, limit)
     }
     fn commit(&self, ops: Vec<Op>) -> Result<()> {
@@ -150,9 +133,7 @@ mod tests {
     #[test]
     fn scan_pages_through_a_prefix_only() {
         let store = MemStore::new();
-        let mut ops: Vec<Op> = (0..5000)
-            .map(|i| Op::Put(format!("a/{i:05}"), vec![1]))
-            .collect();
+        let mut ops: Vec<Op> = (0..5000).map(|i| Op::Put(format!("a/{i:05}"), vec![1])).collect();
         ops.push(Op::Put("b/0".into(), vec![2]));
         ops.push(Op::Put("a".into(), vec![3]));
         store.commit(ops).unwrap();

@@ -58,19 +58,12 @@ impl store::Store for HostStore {
 
 fn now_or_clock(now: Option<i64>) -> i64 {
     now.unwrap_or_else(|| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0)
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
     })
 }
 
 impl wit::GuestEngine for EngineResource {
-    fn create(
-        model: Vec<u8>,
-        tokenizer: Vec<u8>,
-        settings: String,
-    ) -> Result<wit::Engine, t::Error> {
+    fn create(model: Vec<u8>, tokenizer: Vec<u8>, settings: String) -> Result<wit::Engine, t::Error> {
         let engine = crate::Engine::new(&model, &tokenizer, &settings)?;
         Ok(wit::Engine::new(EngineResource(engine)))
     }
@@ -95,11 +88,7 @@ impl wit::GuestBank for BankResource {
         self.0.borrow().id().to_string()
     }
 
-    fn retain(
-        &self,
-        items: Vec<t::NewMemory>,
-        now: Option<i64>,
-    ) -> Result<Vec<t::RetainOutcome>, t::Error> {
+    fn retain(&self, items: Vec<t::NewMemory>, now: Option<i64>) -> Result<Vec<t::RetainOutcome>, t::Error> {
         let items = items.into_iter().map(new_memory_in).collect();
         let outcomes = self.0.borrow_mut().retain(items, now_or_clock(now))?;
         Ok(outcomes
@@ -158,9 +147,7 @@ impl wit::GuestBank for BankResource {
     }
 
     fn restore(&self, id: String, now: Option<i64>) -> Result<t::Memory, t::Error> {
-        Ok(memory_out(
-            self.0.borrow_mut().restore(&id, now_or_clock(now))?,
-        ))
+        Ok(memory_out(self.0.borrow_mut().restore(&id, now_or_clock(now))?))
     }
 
     fn stats(&self) -> Result<t::Stats, t::Error> {
@@ -175,10 +162,7 @@ impl wit::GuestBank for BankResource {
             active_by_kind: s
                 .active_by_kind
                 .into_iter()
-                .map(|(kind, count)| t::KindCount {
-                    kind: kind_out(kind),
-                    count,
-                })
+                .map(|(kind, count)| t::KindCount { kind: kind_out(kind), count })
                 .collect(),
             embedding_model: s.embedding_model,
             dimension: s.dimension,
@@ -215,60 +199,24 @@ macro_rules! enum_map {
     };
 }
 
-enum_map!(
-    kind_in,
-    kind_out,
-    t::MemoryKind,
-    record::Kind,
-    [Episodic, Semantic, Procedural]
-);
-enum_map!(
-    level_in,
-    level_out,
-    t::ScopeLevel,
-    record::ScopeLevel,
-    [Global, Project, Session]
-);
+enum_map!(kind_in, kind_out, t::MemoryKind, record::Kind, [Episodic, Semantic, Procedural]);
+enum_map!(level_in, level_out, t::ScopeLevel, record::ScopeLevel, [Global, Project, Session]);
 enum_map!(
     source_in,
     source_out,
     t::Source,
     record::Source,
-    [
-        UserExplicit,
-        UserFeedback,
-        AgentInference,
-        ToolResult,
-        Imported
-    ]
+    [UserExplicit, UserFeedback, AgentInference, ToolResult, Imported]
 );
-enum_map!(
-    failure_in,
-    failure_out,
-    t::FailureType,
-    record::FailureType,
-    [Transient, Permanent]
-);
-enum_map!(
-    status_in,
-    status_out,
-    t::Status,
-    record::Status,
-    [Active, Superseded, Merged, Archived]
-);
+enum_map!(failure_in, failure_out, t::FailureType, record::FailureType, [Transient, Permanent]);
+enum_map!(status_in, status_out, t::Status, record::Status, [Active, Superseded, Merged, Archived]);
 
 fn scope_in(s: t::Scope) -> record::Scope {
-    record::Scope {
-        level: level_in(s.level),
-        id: s.id,
-    }
+    record::Scope { level: level_in(s.level), id: s.id }
 }
 
 fn scope_out(s: record::Scope) -> t::Scope {
-    t::Scope {
-        level: level_out(s.level),
-        id: s.id,
-    }
+    t::Scope { level: level_out(s.level), id: s.id }
 }
 
 fn new_memory_in(m: t::NewMemory) -> record::NewMemory {

@@ -20,10 +20,7 @@ fn load() -> (Vec<u8>, Vec<u8>) {
     let dir = models_dir();
     let read = |name: &str| {
         std::fs::read(dir.join(name)).unwrap_or_else(|e| {
-            panic!(
-                "{}: {e}; run `cargo run -p hindsight -- model fetch` first",
-                dir.join(name).display()
-            )
+            panic!("{}: {e}; run `cargo run -p hindsight -- model fetch` first", dir.join(name).display())
         })
     };
     (read("model.onnx"), read("tokenizer.json"))
@@ -55,11 +52,7 @@ fn related_sentences_score_higher_than_unrelated_ones() {
     let refs: Vec<&str> = texts.to_vec();
     let batch = embedder.embed_batch(&refs).unwrap();
     for (a, b) in batch.iter().zip(&v) {
-        assert!(
-            dot(a, b) > 0.9999,
-            "batched embedding differs: {}",
-            dot(a, b)
-        );
+        assert!(dot(a, b) > 0.9999, "batched embedding differs: {}", dot(a, b));
     }
 
     let short = "Retry the flaky payments API.";
@@ -77,11 +70,7 @@ fn related_sentences_score_higher_than_unrelated_ones() {
         for _ in 0..5 {
             embedder.embed(text).unwrap();
         }
-        eprintln!(
-            "native embed ({} tokens): {:?}",
-            embedder.token_count(text).unwrap(),
-            start.elapsed() / 5
-        );
+        eprintln!("native embed ({} tokens): {:?}", embedder.token_count(text).unwrap(), start.elapsed() / 5);
     }
 }
 
@@ -89,19 +78,12 @@ fn related_sentences_score_higher_than_unrelated_ones() {
 fn the_rewrite_moves_the_word_table_gather_before_dequantisation() {
     let (model, _) = load();
     let mut proto =
-        tract_onnx::prelude::Framework::proto_model_for_read(&tract_onnx::onnx(), &mut &model[..])
-            .unwrap();
+        tract_onnx::prelude::Framework::proto_model_for_read(&tract_onnx::onnx(), &mut &model[..]).unwrap();
     let rewritten = gather_before_dequantize(&mut proto);
     assert!(rewritten >= 1, "no gather rewritten");
     let graph = proto.graph.unwrap();
     let table_read_whole = graph.node.iter().any(|n| {
-        n.op_type == "Cast"
-            && n.input
-                .iter()
-                .any(|i| i == "inner.embeddings.word_embeddings.weight_q")
+        n.op_type == "Cast" && n.input.iter().any(|i| i == "inner.embeddings.word_embeddings.weight_q")
     });
-    assert!(
-        !table_read_whole,
-        "the int8 word table is still dequantised whole"
-    );
+    assert!(!table_read_whole, "the int8 word table is still dequantised whole");
 }

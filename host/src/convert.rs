@@ -6,7 +6,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::types::{
-    FailureType, Memory, MemoryKind, NewMemory, Recalled, Scope, ScopeLevel, Score, Source, Status,
+    FailureType, Memory, MemoryKind, NewMemory, Recalled, RetainAction, Scope, ScopeLevel, Score, Source,
+    Status,
 };
 
 /// Names of a WIT enum's cases, as the CLI and JSON spell them.
@@ -34,11 +35,7 @@ names!(
     kind_name,
     MemoryKind,
     "kind",
-    [
-        Episodic = "episodic",
-        Semantic = "semantic",
-        Procedural = "procedural"
-    ]
+    [Episodic = "episodic", Semantic = "semantic", Procedural = "procedural"]
 );
 names!(
     parse_scope_level,
@@ -67,17 +64,13 @@ names!(
     "failure-type",
     [Transient = "transient", Permanent = "permanent"]
 );
+names!(parse_action, action_name, RetainAction, "action", [Created = "created"]);
 names!(
-    status_parse,
+    parse_status,
     status_name,
     Status,
     "status",
-    [
-        Active = "active",
-        Superseded = "superseded",
-        Merged = "merged",
-        Archived = "archived"
-    ]
+    [Active = "active", Superseded = "superseded", Merged = "merged", Archived = "archived"]
 );
 
 /// ISO 8601: `2026-11-29T10:00:00Z`, with an offset, without one (read as UTC), or a bare date.
@@ -86,21 +79,13 @@ pub fn parse_time(field: &str, text: &str) -> anyhow::Result<i64> {
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(t.timestamp_millis());
     }
-    for format in [
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d %H:%M:%S%.f",
-    ] {
+    for format in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S%.f"] {
         if let Ok(t) = NaiveDateTime::parse_from_str(text, format) {
             return Ok(t.and_utc().timestamp_millis());
         }
     }
     if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        return Ok(d
-            .and_hms_opt(0, 0, 0)
-            .expect("midnight exists")
-            .and_utc()
-            .timestamp_millis());
+        return Ok(d.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc().timestamp_millis());
     }
     bail!("{field}: {text:?} is not an ISO 8601 time (e.g. 2026-11-29T10:00:00Z or 2026-11-29)")
 }
@@ -116,21 +101,14 @@ pub fn parse_kinds(text: &str) -> anyhow::Result<Vec<MemoryKind>> {
 }
 
 pub fn split_list(text: &str) -> Vec<String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect()
+    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
 }
 
 pub fn scope(level: Option<&str>, id: Option<String>) -> anyhow::Result<Option<Scope>> {
     match (level, id) {
         (None, None) => Ok(None),
         (None, Some(_)) => bail!("scope-id: given without --scope"),
-        (Some(level), id) => Ok(Some(Scope {
-            level: parse_scope_level(level)?,
-            id,
-        })),
+        (Some(level), id) => Ok(Some(Scope { level: parse_scope_level(level)?, id })),
     }
 }
 
@@ -209,30 +187,12 @@ impl RetainLine {
             tags,
             scope: scope(self.scope.as_deref(), self.scope_id)?,
             agent_id: self.agent_id,
-            importance: self
-                .importance
-                .map(|x| number("importance", x))
-                .transpose()?,
-            confidence: self
-                .confidence
-                .map(|x| number("confidence", x))
-                .transpose()?,
+            importance: self.importance.map(|x| number("importance", x)).transpose()?,
+            confidence: self.confidence.map(|x| number("confidence", x)).transpose()?,
             source: self.source.as_deref().map(parse_source).transpose()?,
-            failure_type: self
-                .failure_type
-                .as_deref()
-                .map(parse_failure_type)
-                .transpose()?,
-            occurred_at: self
-                .at
-                .as_deref()
-                .map(|t| parse_time("at", t))
-                .transpose()?,
-            valid_until: self
-                .valid_until
-                .as_deref()
-                .map(|t| parse_time("valid_until", t))
-                .transpose()?,
+            failure_type: self.failure_type.as_deref().map(parse_failure_type).transpose()?,
+            occurred_at: self.at.as_deref().map(|t| parse_time("at", t)).transpose()?,
+            valid_until: self.valid_until.as_deref().map(|t| parse_time("valid_until", t)).transpose()?,
             metadata,
         })
     }
@@ -246,11 +206,8 @@ fn number(field: &str, x: f64) -> anyhow::Result<f32> {
 }
 
 pub fn memory_json(m: &Memory) -> Value {
-    let metadata: Map<String, Value> = m
-        .metadata
-        .iter()
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-        .collect();
+    let metadata: Map<String, Value> =
+        m.metadata.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
     json!({
         "id": m.id,
         "kind": kind_name(m.kind),
@@ -313,14 +270,8 @@ mod tests {
         assert_eq!(parse_time("at", "1970-01-02").unwrap(), 86_400_000);
         assert_eq!(parse_time("at", "1970-01-01T00:00:01Z").unwrap(), 1000);
         assert_eq!(parse_time("at", "1970-01-01T01:00:00+01:00").unwrap(), 0);
-        assert_eq!(
-            parse_time("at", "2023-05-08T13:56:00").unwrap(),
-            1_683_554_160_000
-        );
-        assert!(parse_time("at", "yesterday")
-            .unwrap_err()
-            .to_string()
-            .starts_with("at:"));
+        assert_eq!(parse_time("at", "2023-05-08T13:56:00").unwrap(), 1_683_554_160_000);
+        assert!(parse_time("at", "yesterday").unwrap_err().to_string().starts_with("at:"));
     }
 
     #[test]
@@ -331,10 +282,8 @@ mod tests {
         assert!(err.to_string().contains("colour"), "{err}");
         let err = RetainLine::parse(r#"{"kind":"semantic"}"#).unwrap_err();
         assert!(err.to_string().starts_with("text: missing"), "{err}");
-        let ok = RetainLine::parse(
-            r#"{"text":"x","tags":"a, b","meta":{"turn":"D1:2"},"at":"2023-05-08"}"#,
-        )
-        .unwrap();
+        let ok = RetainLine::parse(r#"{"text":"x","tags":"a, b","meta":{"turn":"D1:2"},"at":"2023-05-08"}"#)
+            .unwrap();
         assert_eq!(ok.tags, vec!["a", "b"]);
         assert_eq!(ok.metadata, vec![("turn".to_string(), "D1:2".to_string())]);
     }

@@ -65,10 +65,7 @@ const TASKS: &[(&str, Option<&str>)] = &[
         "Clean the new supplier CSV file that has Chinese headers and load it into a dataframe",
         Some("data-cleaning"),
     ),
-    (
-        "Set up the database for the new inventory microservice",
-        None,
-    ),
+    ("Set up the database for the new inventory microservice", None),
     ("写一份本月收入的中文报告", Some("reporting")),
 ];
 
@@ -77,15 +74,8 @@ pub fn run(models_dir: &Option<PathBuf>, component: Option<PathBuf>) -> anyhow::
     let files = models::load(&models::models_dir(models_dir.as_deref()))?;
     let dir = tempfile::tempdir()?;
     let kv = Arc::new(SqliteKv::open(&dir.path().join("demo.db"))?);
-    let mut host = Host::new(
-        kv,
-        files.model,
-        files.tokenizer,
-        HostConfig {
-            component,
-            ..HostConfig::default()
-        },
-    )?;
+    let mut host =
+        Host::new(kv, files.model, files.tokenizer, HostConfig { component, ..HostConfig::default() })?;
     println!(
         "component {} in {:.0?}",
         if host.timings.component_from_cache {
@@ -105,9 +95,7 @@ pub fn run(models_dir: &Option<PathBuf>, component: Option<PathBuf>) -> anyhow::
         items.push(item);
     }
     let t = Instant::now();
-    let outcomes = host
-        .retain("demo", &items, Some(now))
-        .map_err(anyhow::Error::new)?;
+    let outcomes = host.retain("demo", &items, Some(now)).map_err(anyhow::Error::new)?;
     println!(
         "retained {} experiences in {:.0?} (engine start {:.0?}, including embedding each one in the sandbox)\n",
         outcomes.len(),

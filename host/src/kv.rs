@@ -44,8 +44,7 @@ pub struct SqliteKv {
 
 impl SqliteKv {
     pub fn open(path: &Path) -> anyhow::Result<SqliteKv> {
-        let conn = Connection::open(path)
-            .with_context(|| format!("opening database {}", path.display()))?;
+        let conn = Connection::open(path).with_context(|| format!("opening database {}", path.display()))?;
         conn.busy_timeout(Duration::from_secs(10))?;
         // WAL: readers never block the writer. synchronous=FULL: an acknowledged commit survives
         // power loss, not only a killed process. secure_delete: a hard-forgotten memory's bytes
@@ -56,9 +55,7 @@ impl SqliteKv {
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;",
         )?;
-        Ok(SqliteKv {
-            conn: Mutex::new(conn),
-        })
+        Ok(SqliteKv { conn: Mutex::new(conn) })
     }
 
     /// Moves the write-ahead log into the main file and truncates it.
@@ -73,11 +70,7 @@ impl Kv for SqliteKv {
     fn get(&self, key: &str) -> anyhow::Result<Option<Vec<u8>>> {
         let conn = self.conn.lock().unwrap();
         Ok(conn
-            .query_row(
-                "SELECT value FROM kv WHERE key = ?1",
-                [key.as_bytes()],
-                |row| row.get(0),
-            )
+            .query_row("SELECT value FROM kv WHERE key = ?1", [key.as_bytes()], |row| row.get(0))
             .optional()?)
     }
 
@@ -95,18 +88,10 @@ impl Kv for SqliteKv {
         let inclusive = start_after.is_none_or(|after| after.as_bytes() < prefix.as_bytes());
         let upper = prefix_end(prefix.as_bytes());
         let sql = match (inclusive, upper.is_some()) {
-            (true, true) => {
-                "SELECT key, value FROM kv WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT ?3"
-            }
-            (false, true) => {
-                "SELECT key, value FROM kv WHERE key > ?1 AND key < ?2 ORDER BY key LIMIT ?3"
-            }
-            (true, false) => {
-                "SELECT key, value FROM kv WHERE key >= ?1 AND ?2 IS NULL ORDER BY key LIMIT ?3"
-            }
-            (false, false) => {
-                "SELECT key, value FROM kv WHERE key > ?1 AND ?2 IS NULL ORDER BY key LIMIT ?3"
-            }
+            (true, true) => "SELECT key, value FROM kv WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT ?3",
+            (false, true) => "SELECT key, value FROM kv WHERE key > ?1 AND key < ?2 ORDER BY key LIMIT ?3",
+            (true, false) => "SELECT key, value FROM kv WHERE key >= ?1 AND ?2 IS NULL ORDER BY key LIMIT ?3",
+            (false, false) => "SELECT key, value FROM kv WHERE key > ?1 AND ?2 IS NULL ORDER BY key LIMIT ?3",
         };
         let mut stmt = conn.prepare_cached(sql)?;
         let rows = stmt.query_map(params![lower, upper, limit], |row| {
@@ -117,10 +102,7 @@ impl Kv for SqliteKv {
         let mut out = Vec::new();
         for row in rows {
             let (key, value) = row?;
-            out.push((
-                String::from_utf8(key).context("a stored key is not UTF-8")?,
-                value,
-            ));
+            out.push((String::from_utf8(key).context("a stored key is not UTF-8")?, value));
         }
         Ok(out)
     }
@@ -129,8 +111,7 @@ impl Kv for SqliteKv {
         let mut conn = self.conn.lock().unwrap();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
-            let mut put =
-                tx.prepare_cached("INSERT OR REPLACE INTO kv (key, value) VALUES (?1, ?2)")?;
+            let mut put = tx.prepare_cached("INSERT OR REPLACE INTO kv (key, value) VALUES (?1, ?2)")?;
             let mut delete = tx.prepare_cached("DELETE FROM kv WHERE key = ?1")?;
             for op in &ops {
                 match op {

