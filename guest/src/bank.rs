@@ -305,16 +305,31 @@ impl Bank {
             )));
         }
         self.sync()?;
+        let dim = self.embedder.dimension();
         let mut memories = Vec::with_capacity(items.len());
-        for (i, item) in items.into_iter().enumerate() {
+        let mut vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(items.len());
+        for (i, mut item) in items.into_iter().enumerate() {
+            let given = item
+                .vector
+                .take()
+                .map(|v| checked_vector(v, dim))
+                .transpose()
+                .map_err(|e| e.within(format!("items[{i}]")))?;
             let id = self.new_id(now);
             let memory = item
                 .into_memory(id, now, &self.settings, self.embedder.model_id())
                 .map_err(|e| e.within(format!("items[{i}]")))?;
             memories.push(memory);
+            vectors.push(given);
         }
-        let texts: Vec<&str> = memories.iter().map(|m| m.content.as_str()).collect();
-        let vectors = self.embedder.embed_batch(&texts)?;
+        // One batched model run for every item that brought no vector.
+        let missing: Vec<usize> = (0..memories.len()).filter(|&i| vectors[i].is_none()).collect();
+        let texts: Vec<&str> = missing.iter().map(|&i| memories[i].content.as_str()).collect();
+        for (i, v) in missing.iter().zip(self.embedder.embed_batch(&texts)?) {
+            vectors[*i] = Some(v);
+        }
+        let vectors: Vec<Vec<f32>> =
+            vectors.into_iter().map(|v| v.expect("every item has a vector")).collect();
         let mut ops = Vec::with_capacity(memories.len() * 2 + 2);
         for (m, v) in memories.iter().zip(&vectors) {
             ops.push(self.put_memory(m));
@@ -496,6 +511,24 @@ impl Bank {
         }
         Ok(stats)
     }
+}
+
+/// A caller's vector: the bank's dimension, finite, not all zero; stored at unit length.
+fn checked_vector(mut v: Vec<f32>, dim: usize) -> Result<Vec<f32>> {
+    if v.len() != dim {
+        return Err(Error::invalid(
+            "vector",
+            format!("has {} dimensions; the bank's model has {dim}", v.len()),
+        ));
+    }
+    if v.iter().any(|x| !x.is_finite()) {
+        return Err(Error::invalid("vector", "holds a NaN or infinite number"));
+    }
+    if v.iter().all(|x| *x == 0.0) {
+        return Err(Error::invalid("vector", "is all zeros"));
+    }
+    crate::embed::normalize(&mut v);
+    Ok(v)
 }
 
 fn encode_vector(v: &[f32]) -> Vec<u8> {

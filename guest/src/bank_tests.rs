@@ -243,3 +243,22 @@ fn banks_sharing_a_store_do_not_see_each_other() {
     assert!(matches!(b.forget(&ids[0], true, NOW), Err(Error::NotFound(_))));
     assert_eq!(a.stats().unwrap().active, 3);
 }
+
+#[test]
+fn a_caller_vector_is_used_as_given_after_checks() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let mut v = vec![0f32; 64];
+    v[5] = 2.0;
+    let id =
+        bank.retain(vec![NewMemory { vector: Some(v.clone()), ..NewMemory::text("alpha") }], NOW).unwrap()[0]
+            .id
+            .clone();
+    assert_eq!(bank.state.vectors.get(bank.state.by_id[&id]).unwrap()[5], 1.0, "normalised");
+    let err =
+        bank.retain(vec![NewMemory { vector: Some(vec![1.0; 3]), ..NewMemory::text("b") }], NOW).unwrap_err();
+    assert!(err.message().starts_with("items[0].vector: has 3 dimensions"), "{err}");
+    v[0] = f32::NAN;
+    let err = bank.retain(vec![NewMemory { vector: Some(v), ..NewMemory::text("c") }], NOW).unwrap_err();
+    assert!(err.message().starts_with("items[0].vector"), "{err}");
+}

@@ -134,6 +134,9 @@ pub struct NewMemory {
     pub occurred_at: Option<Timestamp>,
     pub valid_until: Option<Timestamp>,
     pub metadata: Vec<(String, String)>,
+    /// A precomputed vector from the bank's model; skips embedding.
+    #[serde(skip)]
+    pub vector: Option<Vec<f32>>,
 }
 
 impl NewMemory {

@@ -236,6 +236,7 @@ fn new_memory_in(m: t::NewMemory) -> record::NewMemory {
         occurred_at: m.occurred_at,
         valid_until: m.valid_until,
         metadata: m.metadata,
+        vector: m.vector,
     }
 }
 

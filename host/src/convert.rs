@@ -194,6 +194,7 @@ impl RetainLine {
             occurred_at: self.at.as_deref().map(|t| parse_time("at", t)).transpose()?,
             valid_until: self.valid_until.as_deref().map(|t| parse_time("valid_until", t)).transpose()?,
             metadata,
+            vector: None,
         })
     }
 }

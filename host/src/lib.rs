@@ -8,7 +8,9 @@ pub mod bindings {
     });
 }
 
+pub mod bench;
 pub mod convert;
+pub mod eval;
 pub mod kv;
 pub mod models;
 pub mod runtime;

@@ -81,6 +81,10 @@ enum Command {
     },
     /// Retain a dozen agent experiences in a temporary bank and recall for three new tasks.
     Demo,
+    /// Latency and throughput of the component against the same core natively.
+    Bench(BenchArgs),
+    /// Retrieval recall@k on LoCoMo-style turns and questions (JSONL), through the component.
+    Eval(EvalArgs),
 }
 
 #[derive(Subcommand)]
@@ -144,6 +148,30 @@ struct RetainArgs {
 }
 
 #[derive(Args)]
+struct BenchArgs {
+    /// Bank sizes to measure recall at.
+    #[arg(long, default_value = "1000,10000,100000")]
+    sizes: String,
+    /// Timed repetitions per measurement.
+    #[arg(long, default_value_t = 20)]
+    runs: usize,
+}
+
+#[derive(Args)]
+struct EvalArgs {
+    #[arg(long)]
+    turns: PathBuf,
+    #[arg(long)]
+    questions: PathBuf,
+    /// Comma-separated cut-offs.
+    #[arg(long, default_value = "5,10,25,50")]
+    k: String,
+    /// Build the banks afresh instead of reusing those of an earlier run on the same turns.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+#[derive(Args)]
 struct RecallArgs {
     #[arg(long)]
     query: String,
@@ -182,23 +210,26 @@ fn main() -> ExitCode {
     }
 }
 
-fn open_host(g: &Global, db: &Path) -> anyhow::Result<Host> {
-    let files = models::load(&models::models_dir(g.models.as_deref()))?;
+fn host_config(g: &Global) -> anyhow::Result<HostConfig> {
     let settings = match &g.settings {
         Some(path) => {
             std::fs::read_to_string(path).with_context(|| format!("reading settings {}", path.display()))?
         }
         None => String::new(),
     };
-    let config = HostConfig {
+    Ok(HostConfig {
         component: g.component.clone(),
         memory_limit_bytes: g.memory_mib << 20,
         call_deadline: Duration::from_millis(g.deadline_ms),
         settings,
         ..HostConfig::default()
-    };
+    })
+}
+
+fn open_host(g: &Global, db: &Path) -> anyhow::Result<Host> {
+    let files = models::load(&models::models_dir(g.models.as_deref()))?;
     let kv = Arc::new(SqliteKv::open(db)?);
-    let host = Host::new(kv, files.model, files.tokenizer, config)?;
+    let host = Host::new(kv, files.model, files.tokenizer, host_config(g)?)?;
     if g.verbose {
         eprintln!(
             "component {} in {:?}",
@@ -226,6 +257,74 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Retain(args) => retain(&g, *args),
+        Command::Bench(args) => {
+            let files = models::load(&models::models_dir(g.models.as_deref()))?;
+            let dir = tempfile::tempdir()?;
+            let mut host = Host::new(
+                Arc::new(SqliteKv::open(&dir.path().join("bench.db"))?),
+                files.model.clone(),
+                files.tokenizer.clone(),
+                host_config(&g)?,
+            )?;
+            let embed =
+                hindsight::bench::embed_latency(&mut host, &files.model, &files.tokenizer, args.runs)?;
+            let _ = &args.sizes;
+            println!("{}", serde_json::to_string_pretty(&json!({"embed": embed}))?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Eval(args) => {
+            let files = models::load(&models::models_dir(g.models.as_deref()))?;
+            let ks = convert::split_list(&args.k)
+                .iter()
+                .map(|k| k.parse::<u32>().with_context(|| format!("k: {k:?} is not a whole number")))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let options = hindsight::eval::EvalOptions {
+                ks,
+                cache_dir: (!args.no_cache)
+                    .then(|| dirs::cache_dir().map(|d| d.join("hindsight").join("eval")))
+                    .flatten(),
+            };
+            let make_host = |kv: Arc<SqliteKv>, config: HostConfig| -> anyhow::Result<Host> {
+                Host::new(kv, files.model.clone(), files.tokenizer.clone(), config)
+            };
+            let bar = (!g.json && std::io::stderr().is_terminal()).then(|| {
+                let bar = indicatif::ProgressBar::new(0);
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "retaining turns {bar:40} {pos}/{len} {per_sec} eta {eta}",
+                    )
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                bar
+            });
+            let report = hindsight::eval::run(
+                &args.turns,
+                &args.questions,
+                &options,
+                &make_host,
+                host_config(&g)?,
+                |done, total| {
+                    if let Some(bar) = &bar {
+                        bar.set_length(total);
+                        bar.set_position(done);
+                    }
+                },
+            )?;
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            if g.json {
+                println!("{}", report.to_json());
+            } else {
+                if report.bank_cache_hit {
+                    eprintln!(
+                        "(banks reused from an earlier run on the same turns; --no-cache builds them afresh)"
+                    );
+                }
+                println!("{}", report.to_table());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Recall(args) => {
             let mut host = open_host(&g, &g.db)?;
             let query = RecallQuery {

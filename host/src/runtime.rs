@@ -202,6 +202,7 @@ pub struct Host {
     tokenizer: Arc<Vec<u8>>,
     config: HostConfig,
     instance: Option<Instance>,
+    component_sha256: String,
     ticker_stop: Arc<AtomicBool>,
     pub timings: Timings,
 }
@@ -282,14 +283,17 @@ impl Host {
     ) -> anyhow::Result<Host> {
         let engine = wasm_engine()?;
         let start = Instant::now();
-        let (component, from_cache) = match &config.component {
+        let (wasm, component_sha256) = match &config.component {
             Some(path) => {
                 let wasm =
                     std::fs::read(path).with_context(|| format!("reading component {}", path.display()))?;
-                load_component(&engine, &wasm, &sha256_hex(&wasm), config.cache_dir.as_deref())?
+                let sha = sha256_hex(&wasm);
+                (std::borrow::Cow::Owned(wasm), sha)
             }
-            None => load_component(&engine, BUILT_WASM, BUILT_WASM_SHA256, config.cache_dir.as_deref())?,
+            None => (std::borrow::Cow::Borrowed(BUILT_WASM), BUILT_WASM_SHA256.to_string()),
         };
+        let (component, from_cache) =
+            load_component(&engine, &wasm, &component_sha256, config.cache_dir.as_deref())?;
         let component_load = start.elapsed();
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
@@ -315,6 +319,7 @@ impl Host {
             tokenizer: Arc::new(tokenizer),
             config,
             instance: None,
+            component_sha256,
             ticker_stop,
             timings: Timings { component_load, component_from_cache: from_cache, ..Default::default() },
         })
@@ -402,6 +407,11 @@ impl Host {
             };
             f(&inst.world.hindsight_memory_engine().bank(), &mut inst.store, handle)
         })
+    }
+
+    /// sha256 of the component's wasm: identifies the engine build (cache keys, reports).
+    pub fn component_sha256(&self) -> &str {
+        &self.component_sha256
     }
 
     pub fn model_id(&mut self) -> CallResult<String> {

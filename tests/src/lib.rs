@@ -41,6 +41,7 @@ pub fn item(text: &str) -> NewMemory {
         occurred_at: None,
         valid_until: None,
         metadata: Vec::new(),
+        vector: None,
     }
 }
 
