@@ -16,7 +16,7 @@ use crate::lexical::LexicalIndex;
 use crate::prompt;
 use crate::record::{Kind, Memory, NewMemory, Scope, ScopeLevel, Status, Timestamp};
 use crate::score::{self, Bounds, Evidence, Score};
-use crate::settings::Settings;
+use crate::settings::{LexicalSettings, Settings};
 use crate::store::{scan_all, Op, Store};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +105,9 @@ impl State {
         self.by_id.get(id).and_then(|&s| self.slots[s as usize].as_ref())
     }
 
-    fn insert(&mut self, memory: Memory, vector: &[f32]) {
+    /// Places a memory and its vector; its keyword document is built by `index_lexical` once
+    /// the memories it may draw context from are in place too.
+    fn insert(&mut self, memory: Memory, vector: &[f32]) -> u32 {
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -114,9 +116,40 @@ impl State {
             }
         };
         self.vectors.insert(slot, vector);
-        self.lexical.insert(slot, &memory.content);
         self.by_id.insert(memory.id.clone(), slot);
         self.slots[slot as usize] = Some(memory);
+        slot
+    }
+
+    /// The ids of the memories a memory follows in its sequence, nearest first, at most `n`.
+    fn predecessors(&self, memory: &Memory, n: u32) -> Vec<&Memory> {
+        let mut out = Vec::new();
+        let mut next = memory.follows.as_deref();
+        while let Some(id) = next {
+            if out.len() as u32 >= n {
+                break;
+            }
+            let Some(prev) = self.memory(id) else { break };
+            out.push(prev);
+            next = prev.follows.as_deref();
+        }
+        out
+    }
+
+    /// The keyword document of a memory: its content, the words of its date (month and year)
+    /// when dates are indexed, and the content of the memories just before it in its sequence.
+    fn index_lexical(&mut self, slot: u32, settings: &LexicalSettings) {
+        let Some(memory) = self.slots[slot as usize].as_ref() else { return };
+        let mut doc = memory.content.clone();
+        if settings.index_dates {
+            doc.push(' ');
+            doc.push_str(&prompt::month_year(memory.occurred_at));
+        }
+        for prev in self.predecessors(memory, settings.context_previous) {
+            doc.push(' ');
+            doc.push_str(&prev.content);
+        }
+        self.lexical.insert(slot, &doc);
     }
 
     /// Replaces a record whose indexed content is unchanged.
@@ -126,12 +159,26 @@ impl State {
         }
     }
 
-    fn remove(&mut self, id: &str) {
-        if let Some(slot) = self.by_id.remove(id) {
-            self.vectors.remove(slot);
-            self.lexical.remove(slot);
-            self.slots[slot as usize] = None;
-            self.free.push(slot);
+    /// Removes a memory from every index, and its words from the documents that drew on it.
+    fn remove(&mut self, id: &str, settings: &LexicalSettings) {
+        let Some(slot) = self.by_id.get(id).copied() else { return };
+        let dependents: Vec<u32> = self
+            .by_id
+            .values()
+            .copied()
+            .filter(|&s| {
+                self.slots[s as usize].as_ref().is_some_and(|m| {
+                    self.predecessors(m, settings.context_previous).iter().any(|p| p.id == id)
+                })
+            })
+            .collect();
+        self.by_id.remove(id);
+        self.vectors.remove(slot);
+        self.lexical.remove(slot);
+        self.slots[slot as usize] = None;
+        self.free.push(slot);
+        for s in dependents {
+            self.index_lexical(s, settings);
         }
     }
 }
@@ -242,7 +289,9 @@ impl Bank {
             let memory: Memory = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::Corrupt(format!("bank {}: record {key}: {e}", self.id)))?;
             match vectors.remove(&memory.id) {
-                Some(v) if v.len() == dim => state.insert(memory, &v),
+                Some(v) if v.len() == dim => {
+                    state.insert(memory, &v);
+                }
                 _ => missing.push(memory),
             }
             Ok(())
@@ -254,6 +303,9 @@ impl Bank {
             for (m, v) in chunk.iter().zip(vectors) {
                 state.insert(m.clone(), &v);
             }
+        }
+        for slot in 0..state.slots.len() as u32 {
+            state.index_lexical(slot, &self.settings.lexical);
         }
         self.state = state;
         Ok(())
@@ -316,9 +368,13 @@ impl Bank {
                 .transpose()
                 .map_err(|e| e.within(format!("items[{i}]")))?;
             let id = self.new_id(now);
-            let memory = item
+            let mut memory = item
                 .into_memory(id, now, &self.settings, self.embedder.model_id())
                 .map_err(|e| e.within(format!("items[{i}]")))?;
+            // Items retained together in one scope are a sequence, e.g. turns of a conversation.
+            if let Some(prev) = memories.last().filter(|p: &&Memory| p.scope == memory.scope) {
+                memory.follows = Some(prev.id.clone());
+            }
             memories.push(memory);
             vectors.push(given);
         }
@@ -337,13 +393,17 @@ impl Bank {
         }
         self.commit(ops, now)?;
         let mut outcomes = Vec::with_capacity(memories.len());
+        let mut slots = Vec::with_capacity(memories.len());
         for (m, v) in memories.into_iter().zip(vectors) {
             outcomes.push(RetainOutcome {
                 id: m.id.clone(),
                 action: RetainAction::Created,
                 reason: "new memory".into(),
             });
-            self.state.insert(m, &v);
+            slots.push(self.state.insert(m, &v));
+        }
+        for slot in slots {
+            self.state.index_lexical(slot, &self.settings.lexical);
         }
         Ok(outcomes)
     }
@@ -447,10 +507,25 @@ impl Bank {
         self.sync()?;
         let memory = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         if hard {
-            let ops =
+            let mut ops =
                 vec![Op::Delete(self.key(&format!("m/{id}"))), Op::Delete(self.key(&format!("v/{id}")))];
+            // Nothing may keep the erased id: its sequence successors skip over it.
+            let successors: Vec<Memory> = self
+                .state
+                .slots
+                .iter()
+                .flatten()
+                .filter(|m| m.follows.as_deref() == Some(id))
+                .map(|m| Memory { follows: memory.follows.clone(), ..m.clone() })
+                .collect();
+            ops.extend(successors.iter().map(|m| self.put_memory(m)));
             self.commit(ops, now)?;
-            self.state.remove(id);
+            self.state.remove(id, &self.settings.lexical);
+            for m in successors {
+                let slot = self.state.by_id[&m.id];
+                self.state.update(m);
+                self.state.index_lexical(slot, &self.settings.lexical);
+            }
         } else if memory.status != Status::Archived {
             let mut m = memory;
             m.status = Status::Archived;

@@ -262,3 +262,45 @@ fn a_caller_vector_is_used_as_given_after_checks() {
     let err = bank.retain(vec![NewMemory { vector: Some(v), ..NewMemory::text("c") }], NOW).unwrap_err();
     assert!(err.message().starts_with("items[0].vector"), "{err}");
 }
+
+#[test]
+fn a_reply_is_found_by_the_words_of_the_turn_before_it() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let ids: Vec<String> = bank
+        .retain(
+            vec![
+                NewMemory::text("Mel: did you finish the pottery class?"),
+                NewMemory::text("Caroline: yes, last week, it was great"),
+                NewMemory::text("Mel: what about the garden?"),
+            ],
+            NOW,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id)
+        .collect();
+    let hits = bank.recall(RecallQuery { k: Some(3), ..query("pottery") }).unwrap();
+    assert!(texts(&hits).contains(&"Caroline: yes, last week, it was great"), "{:?}", texts(&hits));
+    assert_eq!(open(&store).get(&ids[1]).unwrap().follows.as_deref(), Some(ids[0].as_str()));
+
+    // Erasing the question takes its words out of the reply's document too.
+    bank.forget(&ids[0], true, NOW).unwrap();
+    let hits = bank.recall(RecallQuery { k: Some(3), ..query("pottery") }).unwrap();
+    assert!(hits.items.iter().all(|r| r.score.lexical == 0.0), "{:?}", texts(&hits));
+}
+
+#[test]
+fn the_event_month_and_year_are_keywords() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    bank.retain(
+        vec![NewMemory { occurred_at: Some(1_683_554_160_000), ..NewMemory::text("went hiking") }],
+        NOW,
+    )
+    .unwrap();
+    bank.retain(vec![NewMemory { occurred_at: Some(NOW), ..NewMemory::text("went hiking again") }], NOW)
+        .unwrap();
+    let hits = bank.recall(query("what happened in May 2023")).unwrap();
+    assert_eq!(texts(&hits)[0], "went hiking");
+}

@@ -19,10 +19,16 @@ impl TextEmbedder for Embedder {
         Embedder::dimension(self)
     }
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        // Long batches are split: padding every text to the longest one wastes work.
-        let mut out = Vec::with_capacity(texts.len());
-        for chunk in texts.chunks(16) {
-            out.extend(Embedder::embed_batch(self, chunk)?);
+        // A model run pads every text to the longest: run texts of similar length together.
+        let mut order: Vec<(usize, usize)> =
+            texts.iter().enumerate().map(|(i, t)| Ok((self.token_count(t)?, i))).collect::<Result<_>>()?;
+        order.sort_unstable();
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(16) {
+            let batch: Vec<&str> = chunk.iter().map(|&(_, i)| texts[i]).collect();
+            for (&(_, i), v) in chunk.iter().zip(Embedder::embed_batch(self, &batch)?) {
+                out[i] = v;
+            }
         }
         Ok(out)
     }

@@ -59,8 +59,35 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// YYYY-MM-DD of a UTC timestamp (civil-from-days, Howard Hinnant's algorithm).
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// "May 2023": the words a question about a time would use.
+pub fn month_year(ms: i64) -> String {
+    let (year, month, _) = civil(ms);
+    format!("{} {year}", MONTHS[(month - 1) as usize])
+}
+
+/// YYYY-MM-DD of a UTC timestamp.
 pub fn date(ms: i64) -> String {
+    let (year, month, day) = civil(ms);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// (year, month, day) of a UTC timestamp (civil-from-days, Howard Hinnant's algorithm).
+fn civil(ms: i64) -> (i64, i64, i64) {
     let days = ms.div_euclid(DAY_MS);
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
@@ -71,7 +98,7 @@ pub fn date(ms: i64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+    (year, month, day)
 }
 
 #[cfg(test)]
@@ -85,6 +112,7 @@ mod tests {
         assert_eq!(date(0), "1970-01-01");
         assert_eq!(date(1_700_000_000_000), "2023-11-14");
         assert_eq!(date(951_782_400_000), "2000-02-29");
+        assert_eq!(month_year(1_683_554_160_000), "May 2023");
     }
 
     #[test]

@@ -107,6 +107,10 @@ pub struct Memory {
     pub valid_until: Option<Timestamp>,
     pub metadata: Vec<(String, String)>,
     pub embedding_model: String,
+    /// The memory retained just before this one in the same call and scope: its sequence
+    /// predecessor (a conversation's previous turn). Internal: lends keyword context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follows: Option<String>,
 }
 
 impl Memory {
@@ -249,6 +253,7 @@ impl NewMemory {
             valid_until: self.valid_until,
             metadata: self.metadata,
             embedding_model: model_id.to_string(),
+            follows: None,
         })
     }
 }

@@ -101,8 +101,8 @@ pub struct Weights {
 impl Default for Weights {
     fn default() -> Self {
         Weights {
-            semantic: 0.55,
-            lexical: 0.35,
+            semantic: 0.45,
+            lexical: 0.45,
             recency: 0.04,
             confidence: 0.03,
             importance: 0.03,
@@ -149,17 +149,22 @@ impl RecallSettings {
     }
 }
 
-/// BM25 parameters.
+/// BM25 parameters and what goes into a memory's keyword document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LexicalSettings {
     pub k1: f32,
     pub b: f32,
+    /// Add the month name and year of the memory's event time, so "in May 2023" matches.
+    pub index_dates: bool,
+    /// Add the text of this many sequence predecessors (items retained before it in the same
+    /// call and scope), so a reply is found by the words of what it answers.
+    pub context_previous: u32,
 }
 
 impl Default for LexicalSettings {
     fn default() -> Self {
-        LexicalSettings { k1: 1.2, b: 0.75 }
+        LexicalSettings { k1: 1.2, b: 0.75, index_dates: true, context_previous: 1 }
     }
 }
 

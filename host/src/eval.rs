@@ -123,6 +123,19 @@ fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<(Vec<
     Ok((rows, bytes))
 }
 
+/// The part of the settings that shapes what `retain` stores: recall and lexical settings act
+/// when recalling (indexes are rebuilt on open), so tuning them reuses the banks.
+fn retain_settings(settings: &str) -> String {
+    match serde_json::from_str::<Value>(settings) {
+        Ok(Value::Object(mut map)) => {
+            map.remove("recall");
+            map.remove("lexical");
+            Value::Object(map).to_string()
+        }
+        _ => settings.to_string(),
+    }
+}
+
 /// Bank ids allow `[A-Za-z0-9._-]`: other characters of a conversation id become `_`.
 fn bank_id(conv_id: &str) -> String {
     let id: String = conv_id
@@ -179,7 +192,7 @@ pub fn run(
             "{}\n{}\n{}",
             crate::runtime::sha256_hex(&turn_bytes),
             probe_host.component_sha256(),
-            base_config.settings
+            retain_settings(&base_config.settings)
         )
         .as_bytes(),
     );
@@ -198,7 +211,15 @@ pub fn run(
         let mut done = 0u64;
         for (conv, ts) in &conversations {
             let bank = bank_id(conv);
-            for chunk in ts.chunks(32) {
+            // One retain call per session: its turns are a sequence for the engine.
+            let mut sessions: Vec<Vec<&Turn>> = Vec::new();
+            for t in ts {
+                match sessions.last_mut() {
+                    Some(s) if s[0].session_date == t.session_date => s.push(t),
+                    _ => sessions.push(vec![t]),
+                }
+            }
+            for chunk in &sessions {
                 let items = chunk
                     .iter()
                     .map(|t| {
