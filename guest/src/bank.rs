@@ -42,6 +42,8 @@ pub struct RecallQuery {
     pub scope: Option<Scope>,
     pub min_score: Option<f32>,
     pub prompt_tokens: Option<u32>,
+    /// The query's vector, when the caller has it; skips embedding.
+    pub vector: Option<Vec<f32>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -427,7 +429,10 @@ impl Bank {
             }
         }
         self.sync()?;
-        let query_vector = self.embedder.embed_batch(&[query])?.remove(0);
+        let query_vector = match q.vector.clone() {
+            Some(v) => checked_vector(v, self.embedder.dimension())?,
+            None => self.embedder.embed_batch(&[query])?.remove(0),
+        };
         let settings = &self.settings;
         let state = &self.state;
         let now = q.now;

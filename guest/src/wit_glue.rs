@@ -114,6 +114,7 @@ impl wit::GuestBank for BankResource {
             scope: q.scope.map(scope_in),
             min_score: q.min_score,
             prompt_tokens: q.prompt_tokens,
+            vector: q.vector,
         };
         let result = self.0.borrow_mut().recall(query)?;
         Ok(t::RecallResult {

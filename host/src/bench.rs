@@ -63,3 +63,305 @@ pub fn embed_latency(host: &mut Host, model: &[u8], tokenizer: &[u8], runs: usiz
     );
     Ok(Value::Object(out))
 }
+
+/// Realistic short agent-memory texts, combinatorially varied.
+pub fn corpus_texts(n: usize) -> Vec<String> {
+    const WHAT: &[&str] = &[
+        "Reading the vendor CSV export",
+        "Calling the payments API",
+        "Deploying the web service to staging",
+        "Running the nightly data pipeline",
+        "Parsing large JSON log files",
+        "Querying the analytics warehouse",
+        "Scraping the product catalogue",
+        "Generating the monthly revenue report",
+        "Migrating the user table",
+        "Training the churn model",
+        "Uploading images to object storage",
+        "Sending the weekly newsletter",
+        "Rotating the database credentials",
+        "Building the Docker image",
+        "Syncing the CRM contacts",
+        "Resizing thumbnails in batch",
+        "Exporting invoices to Excel",
+        "Indexing documents for search",
+    ];
+    const HOW: &[&str] = &[
+        "failed with a timeout until retries with exponential backoff were added",
+        "worked after setting encoding to utf-8-sig",
+        "needs the API token from the secrets store",
+        "must run with TZ=UTC or the dates shift by a day",
+        "ran out of memory until it was streamed in chunks",
+        "was rate limited, so requests now wait two seconds apart",
+        "should use PostgreSQL as the user prefers",
+        "broke because the legacy endpoint was removed",
+        "is faster with a batch size of 500",
+        "requires the staging VPN to be connected",
+        "succeeded once the schema migration ran first",
+        "must never touch the production bucket",
+        "works best early in the morning before traffic peaks",
+        "needed the header row frozen as the user asked",
+        "gave wrong totals until refunds were subtracted",
+    ];
+    const WHEN: &[&str] = &[
+        "last Monday",
+        "during the release freeze",
+        "for the Berlin office",
+        "in the Q3 audit",
+        "on the shared runner",
+        "for the mobile team",
+        "after the outage",
+        "in the EU region",
+    ];
+    (0..n)
+        .map(|i| {
+            let w = WHAT[i % WHAT.len()];
+            let h = HOW[(i / WHAT.len()) % HOW.len()];
+            let t = WHEN[(i / (WHAT.len() * HOW.len())) % WHEN.len()];
+            format!("{w} {t} {h}.")
+        })
+        .collect()
+}
+
+/// A deterministic generator (xorshift64*): bench corpora must be the same on every run.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    }
+}
+
+/// `size` (text, vector) pairs: real embeddings of the base texts, and beyond them blends of two
+/// base vectors with a little noise (texts joined the same way), so large banks keep the
+/// neighbourhood structure of real embeddings without embedding 100k texts.
+pub fn derive_corpus(base: &[(String, Vec<f32>)], size: usize, seed: u64) -> Vec<(String, Vec<f32>)> {
+    let mut rng = Rng::new(seed);
+    let mut out: Vec<(String, Vec<f32>)> = base.iter().take(size).cloned().collect();
+    while out.len() < size {
+        let a = &base[(rng.next_u64() % base.len() as u64) as usize];
+        let b = &base[(rng.next_u64() % base.len() as u64) as usize];
+        let mut v: Vec<f32> = a.1.iter().zip(&b.1).map(|(x, y)| x + 0.35 * y + 0.03 * rng.unit()).collect();
+        hindsight_guest::embed::normalize(&mut v);
+        let tail = b.0.split_whitespace().take(4).collect::<Vec<_>>().join(" ");
+        out.push((format!("{} Also: {tail}.", a.0), v));
+    }
+    out
+}
+
+pub const QUERIES: &[&str] = &[
+    "the payments API keeps timing out",
+    "garbled characters when reading a CSV",
+    "which database should the new service use",
+    "out of memory while parsing logs",
+    "dates are off by one day in tests",
+    "the scraper got blocked",
+    "report totals look too high",
+    "deploy to staging fails",
+    "how big should batches be",
+    "credentials rotation",
+    "image upload to storage",
+    "newsletter sending schedule",
+    "Excel export layout",
+    "search indexing is slow",
+    "schema migration order",
+    "VPN needed for staging",
+    "legacy endpoint removed",
+    "CRM sync problems",
+    "thumbnail resizing job",
+    "audit findings in Q3",
+];
+
+/// Embeds nothing: a bank fed with vectors, for the native side of the comparison.
+struct GivenVectors {
+    dim: usize,
+    id: String,
+}
+
+impl hindsight_guest::embed_api::TextEmbedder for GivenVectors {
+    fn model_id(&self) -> &str {
+        &self.id
+    }
+    fn dimension(&self) -> usize {
+        self.dim
+    }
+    fn embed_batch(&self, _: &[&str]) -> hindsight_guest::Result<Vec<Vec<f32>>> {
+        Err(hindsight_guest::Error::Model("this bench bank takes vectors only".into()))
+    }
+}
+
+fn new_memory(text: &str, vector: Option<Vec<f32>>) -> crate::types::NewMemory {
+    crate::types::NewMemory {
+        content: text.to_string(),
+        kind: None,
+        task_type: None,
+        task_description: None,
+        context: None,
+        tags: Vec::new(),
+        scope: None,
+        agent_id: None,
+        importance: None,
+        confidence: None,
+        source: None,
+        failure_type: None,
+        occurred_at: None,
+        valid_until: None,
+        metadata: Vec::new(),
+        vector,
+    }
+}
+
+fn query(text: &str, vector: Option<Vec<f32>>) -> crate::types::RecallQuery {
+    crate::types::RecallQuery {
+        query: text.to_string(),
+        k: 10,
+        now: None,
+        task_type: None,
+        kinds: Vec::new(),
+        tags: Vec::new(),
+        scope: None,
+        min_score: None,
+        prompt_tokens: None,
+        vector,
+    }
+}
+
+fn ok<T>(r: crate::CallResult<T>) -> anyhow::Result<T> {
+    r.map_err(anyhow::Error::new)
+}
+
+/// Memories per second retained through the component, embedding included (20-word texts).
+pub fn retain_throughput(host: &mut Host, n: usize) -> anyhow::Result<f64> {
+    let texts = corpus_texts(n);
+    let start = Instant::now();
+    for chunk in texts.chunks(32) {
+        let items: Vec<_> = chunk.iter().map(|t| new_memory(t, None)).collect();
+        ok(host.retain("bench-retain", &items, None))?;
+    }
+    Ok(n as f64 / start.elapsed().as_secs_f64())
+}
+
+/// One bank size: build it from vectors, reopen it, and time recall in the component and natively.
+pub fn size_bench(
+    make_host: &dyn Fn(&std::path::Path) -> anyhow::Result<Host>,
+    base: &[(String, Vec<f32>)],
+    queries: &[(String, Vec<f32>)],
+    size: usize,
+    runs: usize,
+) -> anyhow::Result<Value> {
+    let corpus = derive_corpus(base, size, size as u64);
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("bench.db");
+    {
+        let mut host = make_host(&db)?;
+        for chunk in corpus.chunks(1000) {
+            let items: Vec<_> = chunk.iter().map(|(t, v)| new_memory(t, Some(v.clone()))).collect();
+            ok(host.retain("bench", &items, None))?;
+        }
+    }
+    let bytes = std::fs::metadata(&db)?.len()
+        + std::fs::metadata(db.with_extension("db-wal")).map(|m| m.len()).unwrap_or(0);
+
+    let mut host = make_host(&db)?;
+    ok(host.model_id())?; // instantiate the engine first: open time is the bank's alone
+    let t = Instant::now();
+    ok(host.stats("bench"))?;
+    let open_ms = t.elapsed().as_secs_f64() * 1000.0;
+
+    let pick = |i: usize| &queries[i % queries.len()];
+    let mut with_embed: Vec<Duration> = Vec::new();
+    let mut no_embed: Vec<Duration> = Vec::new();
+    for i in 0..runs {
+        let (text, vector) = pick(i);
+        let t = Instant::now();
+        ok(host.recall("bench", &query(text, None)))?;
+        with_embed.push(t.elapsed());
+        let t = Instant::now();
+        ok(host.recall("bench", &query(text, Some(vector.clone()))))?;
+        no_embed.push(t.elapsed());
+    }
+    let guest_memory = host.guest_memory_bytes();
+
+    // The same core, natively, over an in-memory store.
+    let embedder = std::rc::Rc::new(GivenVectors { dim: base[0].1.len(), id: "bench".into() });
+    let engine = hindsight_guest::Engine::with_embedder(embedder, hindsight_guest::Settings::default());
+    let mut bank = engine.open_bank("bench", Box::new(hindsight_guest::store::MemStore::new()))?;
+    for chunk in corpus.chunks(1000) {
+        let items = chunk
+            .iter()
+            .map(|(t, v)| hindsight_guest::NewMemory {
+                vector: Some(v.clone()),
+                ..hindsight_guest::NewMemory::text(t)
+            })
+            .collect();
+        bank.retain(items, 0)?;
+    }
+    let mut native: Vec<Duration> = Vec::new();
+    for i in 0..runs {
+        let (text, vector) = pick(i);
+        let q = hindsight_guest::RecallQuery {
+            query: text.clone(),
+            k: Some(10),
+            now: 0,
+            vector: Some(vector.clone()),
+            ..Default::default()
+        };
+        let t = Instant::now();
+        bank.recall(q)?;
+        native.push(t.elapsed());
+    }
+    Ok(json!({
+        "size": size,
+        "recall_p50_ms": percentile(&mut with_embed.clone(), 0.5),
+        "recall_p99_ms": percentile(&mut with_embed, 0.99),
+        "recall_noembed_p50_ms": percentile(&mut no_embed.clone(), 0.5),
+        "recall_noembed_p99_ms": percentile(&mut no_embed, 0.99),
+        "native_recall_noembed_p50_ms": percentile(&mut native, 0.5),
+        "open_ms": open_ms,
+        "bytes_per_memory": bytes as f64 / size as f64,
+        "guest_memory_mib": guest_memory as f64 / (1 << 20) as f64,
+        "hnsw_recall_at_10": Value::Null,
+    }))
+}
+
+/// Real embeddings of the base texts and the queries, made natively once and cached on disk.
+pub fn base_corpus(
+    model: &[u8],
+    tokenizer: &[u8],
+    cache: Option<&std::path::Path>,
+    n: usize,
+) -> anyhow::Result<(Vec<(String, Vec<f32>)>, Vec<(String, Vec<f32>)>)> {
+    use hindsight_guest::embed_api::TextEmbedder;
+    let texts = corpus_texts(n);
+    let key = crate::runtime::sha256_hex(
+        format!("{}{}", crate::runtime::sha256_hex(model), texts.join("\n")).as_bytes(),
+    );
+    let path = cache.map(|d| d.join(format!("bench-corpus-{}.json", &key[..16])));
+    if let Some(p) = path.as_ref().filter(|p| p.is_file()) {
+        let (b, q): (Vec<(String, Vec<f32>)>, Vec<(String, Vec<f32>)>) =
+            serde_json::from_slice(&std::fs::read(p)?)?;
+        return Ok((b, q));
+    }
+    let embedder = hindsight_guest::embed::Embedder::load(model, tokenizer)?;
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = TextEmbedder::embed_batch(&embedder, &refs)?;
+    let base: Vec<(String, Vec<f32>)> = texts.into_iter().zip(vectors).collect();
+    let qvectors = TextEmbedder::embed_batch(&embedder, QUERIES)?;
+    let queries: Vec<(String, Vec<f32>)> = QUERIES.iter().map(|q| q.to_string()).zip(qvectors).collect();
+    if let Some(p) = path {
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(p, serde_json::to_vec(&(&base, &queries))?)?;
+    }
+    Ok((base, queries))
+}

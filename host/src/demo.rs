@@ -114,6 +114,7 @@ pub fn run(models_dir: &Option<PathBuf>, component: Option<PathBuf>) -> anyhow::
             scope: None,
             min_score: None,
             prompt_tokens: None,
+            vector: None,
         };
         let t = Instant::now();
         let result = host.recall("demo", &query).map_err(anyhow::Error::new)?;

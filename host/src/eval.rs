@@ -283,6 +283,7 @@ pub fn run(
             scope: None,
             min_score: None,
             prompt_tokens: Some(0),
+            vector: None,
         };
         let result = host.recall(&bank_id(&q.conv_id), &query).map_err(anyhow::Error::new)?;
         let ranked: Vec<String> = result

@@ -259,17 +259,42 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Retain(args) => retain(&g, *args),
         Command::Bench(args) => {
             let files = models::load(&models::models_dir(g.models.as_deref()))?;
+            let config = host_config(&g)?;
+            let make_host = |db: &Path| -> anyhow::Result<Host> {
+                Host::new(
+                    Arc::new(SqliteKv::open(db)?),
+                    files.model.clone(),
+                    files.tokenizer.clone(),
+                    config.clone(),
+                )
+            };
             let dir = tempfile::tempdir()?;
-            let mut host = Host::new(
-                Arc::new(SqliteKv::open(&dir.path().join("bench.db"))?),
-                files.model.clone(),
-                files.tokenizer.clone(),
-                host_config(&g)?,
-            )?;
+            let mut host = make_host(&dir.path().join("bench.db"))?;
             let embed =
                 hindsight::bench::embed_latency(&mut host, &files.model, &files.tokenizer, args.runs)?;
-            let _ = &args.sizes;
-            println!("{}", serde_json::to_string_pretty(&json!({"embed": embed}))?);
+            let retain_per_s = hindsight::bench::retain_throughput(&mut host, 96)?;
+            drop(host);
+            let cache = dirs::cache_dir().map(|d| d.join("hindsight").join("bench"));
+            let (base, queries) =
+                hindsight::bench::base_corpus(&files.model, &files.tokenizer, cache.as_deref(), 2000)?;
+            let mut sizes = Vec::new();
+            for size in convert::split_list(&args.sizes) {
+                let size: usize =
+                    size.parse().with_context(|| format!("sizes: {size:?} is not a whole number"))?;
+                let mut row = hindsight::bench::size_bench(&make_host, &base, &queries, size, args.runs)?;
+                row["retain_per_s"] = json!(retain_per_s);
+                if g.json {
+                    println!("{row}");
+                } else {
+                    eprintln!("{}", serde_json::to_string_pretty(&row)?);
+                }
+                sizes.push(row);
+            }
+            if g.json {
+                println!("{}", json!({"embed": embed}));
+            } else {
+                println!("{}", serde_json::to_string_pretty(&json!({"embed": embed, "sizes": sizes}))?);
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Eval(args) => {
@@ -337,6 +362,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 scope: convert::scope(args.scope.as_deref(), args.scope_id)?,
                 min_score: args.min_score,
                 prompt_tokens: args.prompt_tokens,
+                vector: None,
             };
             let result = engine(host.recall(&g.bank, &query))?;
             if g.verbose {

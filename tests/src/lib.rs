@@ -56,6 +56,7 @@ pub fn query(text: &str, k: u32) -> RecallQuery {
         scope: None,
         min_score: None,
         prompt_tokens: None,
+        vector: None,
     }
 }
 
