@@ -383,8 +383,10 @@ impl Bank {
         // One batched model run for every item that brought no vector.
         let missing: Vec<usize> = (0..memories.len()).filter(|&i| vectors[i].is_none()).collect();
         let texts: Vec<&str> = missing.iter().map(|&i| memories[i].content.as_str()).collect();
-        for (i, v) in missing.iter().zip(self.embedder.embed_batch(&texts)?) {
-            vectors[*i] = Some(v);
+        if !texts.is_empty() {
+            for (i, v) in missing.iter().zip(self.embedder.embed_batch(&texts)?) {
+                vectors[*i] = Some(v);
+            }
         }
         let vectors: Vec<Vec<f32>> =
             vectors.into_iter().map(|v| v.expect("every item has a vector")).collect();

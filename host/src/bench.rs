@@ -333,13 +333,16 @@ pub fn size_bench(
     }))
 }
 
+/// Texts with their vectors.
+pub type Corpus = Vec<(String, Vec<f32>)>;
+
 /// Real embeddings of the base texts and the queries, made natively once and cached on disk.
 pub fn base_corpus(
     model: &[u8],
     tokenizer: &[u8],
     cache: Option<&std::path::Path>,
     n: usize,
-) -> anyhow::Result<(Vec<(String, Vec<f32>)>, Vec<(String, Vec<f32>)>)> {
+) -> anyhow::Result<(Corpus, Corpus)> {
     use hindsight_guest::embed_api::TextEmbedder;
     let texts = corpus_texts(n);
     let key = crate::runtime::sha256_hex(
@@ -347,7 +350,7 @@ pub fn base_corpus(
     );
     let path = cache.map(|d| d.join(format!("bench-corpus-{}.json", &key[..16])));
     if let Some(p) = path.as_ref().filter(|p| p.is_file()) {
-        let (b, q): (Vec<(String, Vec<f32>)>, Vec<(String, Vec<f32>)>) =
+        let (b, q): (Corpus, Corpus) =
             serde_json::from_slice(&std::fs::read(p)?)?;
         return Ok((b, q));
     }

@@ -132,3 +132,62 @@ fn bad_flags_are_named() {
     let out = hindsight(&db, &["recall", "--query", "x", "--now", "yesterday"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("now:"));
 }
+
+#[test]
+fn eval_reports_recall_at_k_in_the_documented_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let turns = dir.path().join("turns.jsonl");
+    let questions = dir.path().join("questions.jsonl");
+    let turn = |conv: &str, dia: &str, date: &str, speaker: &str, text: &str| {
+        serde_json::json!({"conv_id": conv, "dia_id": dia, "session": 1, "session_date": date,
+                           "speaker": speaker, "text": text})
+        .to_string()
+    };
+    std::fs::write(
+        &turns,
+        [
+            turn("c1", "D1:1", "2023-05-08T13:56:00", "Ann", "I adopted a grey cat named Pixel yesterday"),
+            turn("c1", "D1:2", "2023-05-08T13:56:00", "Bob", "Congrats! I started learning the cello"),
+            turn("c1", "D2:1", "2023-06-01T10:00:00", "Ann", "We hiked up Mount Tamalpais this weekend"),
+            turn(
+                "c2",
+                "D1:1",
+                "2023-01-02T09:00:00",
+                "Cy",
+                "My sister moved to Lisbon for a job in robotics",
+            ),
+            turn("c2", "D1:2", "2023-01-02T09:00:00", "Di", "I am baking sourdough bread every Sunday"),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let q = |conv: &str, question: &str, category: u32, evidence: &[&str]| {
+        serde_json::json!({"conv_id": conv, "qid": "q", "question": question, "answer": null,
+                           "category": category, "evidence": evidence})
+        .to_string()
+    };
+    std::fs::write(
+        &questions,
+        [
+            q("c1", "What is the name of Ann's cat?", 4, &["D1:1"]),
+            q("c1", "Which instrument is Bob learning?", 4, &["D1:2"]),
+            q("c2", "Where did Cy's sister move?", 1, &["D1:1"]),
+            q("c2", "What does Di bake?", 5, &["D1:2"]),
+            q("c2", "A question without evidence", 5, &[]),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hindsight"))
+        .args(["eval", "--turns", turns.to_str().unwrap(), "--questions", questions.to_str().unwrap()])
+        .args(["--k", "1,3", "--json", "--no-cache"])
+        .output()
+        .unwrap();
+    let v = stdout_json(&out);
+    assert_eq!(v["questions"], 4, "questions without evidence are not counted: {v}");
+    assert_eq!(v["overall"]["1"], 100.0, "{v}");
+    assert_eq!(v["overall"]["3"], 100.0, "{v}");
+    assert_eq!(v["cat1_4"]["1"], 100.0, "{v}");
+    assert_eq!(v["per_category"]["4"]["1"], 100.0, "{v}");
+    assert!(v["per_category"]["5"].is_object() && v["seconds"].is_number(), "{v}");
+}
