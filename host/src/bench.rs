@@ -200,39 +200,11 @@ impl hindsight_guest::embed_api::TextEmbedder for GivenVectors {
 }
 
 fn new_memory(text: &str, vector: Option<Vec<f32>>) -> crate::types::NewMemory {
-    crate::types::NewMemory {
-        content: text.to_string(),
-        kind: None,
-        task_type: None,
-        task_description: None,
-        context: None,
-        tags: Vec::new(),
-        scope: None,
-        agent_id: None,
-        importance: None,
-        confidence: None,
-        source: None,
-        failure_type: None,
-        occurred_at: None,
-        valid_until: None,
-        metadata: Vec::new(),
-        vector,
-    }
+    crate::types::NewMemory { vector, ..crate::convert::new_memory(text) }
 }
 
 fn query(text: &str, vector: Option<Vec<f32>>) -> crate::types::RecallQuery {
-    crate::types::RecallQuery {
-        query: text.to_string(),
-        k: 10,
-        now: None,
-        task_type: None,
-        kinds: Vec::new(),
-        tags: Vec::new(),
-        scope: None,
-        min_score: None,
-        prompt_tokens: None,
-        vector,
-    }
+    crate::types::RecallQuery { vector, ..crate::convert::recall_query(text, 10) }
 }
 
 fn ok<T>(r: crate::CallResult<T>) -> anyhow::Result<T> {
@@ -350,8 +322,7 @@ pub fn base_corpus(
     );
     let path = cache.map(|d| d.join(format!("bench-corpus-{}.json", &key[..16])));
     if let Some(p) = path.as_ref().filter(|p| p.is_file()) {
-        let (b, q): (Corpus, Corpus) =
-            serde_json::from_slice(&std::fs::read(p)?)?;
+        let (b, q): (Corpus, Corpus) = serde_json::from_slice(&std::fs::read(p)?)?;
         return Ok((b, q));
     }
     let embedder = hindsight_guest::embed::Embedder::load(model, tokenizer)?;

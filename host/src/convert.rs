@@ -6,8 +6,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::types::{
-    FailureType, Memory, MemoryKind, NewMemory, Recalled, RetainAction, Scope, ScopeLevel, Score, Source,
-    Status,
+    FailureType, Memory, MemoryKind, NewMemory, RecallQuery, Recalled, RetainAction, Scope, ScopeLevel,
+    Score, Source, Status,
 };
 
 /// Names of a WIT enum's cases, as the CLI and JSON spell them.
@@ -109,6 +109,44 @@ pub fn scope(level: Option<&str>, id: Option<String>) -> anyhow::Result<Option<S
         (None, None) => Ok(None),
         (None, Some(_)) => bail!("scope-id: given without --scope"),
         (Some(level), id) => Ok(Some(Scope { level: parse_scope_level(level)?, id })),
+    }
+}
+
+/// An item to retain with nothing but its text set.
+pub fn new_memory(text: &str) -> NewMemory {
+    NewMemory {
+        content: text.to_string(),
+        kind: None,
+        task_type: None,
+        task_description: None,
+        context: None,
+        tags: Vec::new(),
+        scope: None,
+        agent_id: None,
+        importance: None,
+        confidence: None,
+        source: None,
+        failure_type: None,
+        occurred_at: None,
+        valid_until: None,
+        metadata: Vec::new(),
+        vector: None,
+    }
+}
+
+/// A query for the top `k` with no filters, "now" from the wall clock.
+pub fn recall_query(text: &str, k: u32) -> RecallQuery {
+    RecallQuery {
+        query: text.to_string(),
+        k,
+        now: None,
+        task_type: None,
+        kinds: Vec::new(),
+        tags: Vec::new(),
+        scope: None,
+        min_score: None,
+        prompt_tokens: None,
+        vector: None,
     }
 }
 

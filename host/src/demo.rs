@@ -105,16 +105,9 @@ pub fn run(models_dir: &Option<PathBuf>, component: Option<PathBuf>) -> anyhow::
 
     for (task, task_type) in TASKS {
         let query = RecallQuery {
-            query: task.to_string(),
-            k: 3,
             now: Some(now),
             task_type: task_type.map(String::from),
-            kinds: Vec::new(),
-            tags: Vec::new(),
-            scope: None,
-            min_score: None,
-            prompt_tokens: None,
-            vector: None,
+            ..hindsight::convert::recall_query(task, 3)
         };
         let t = Instant::now();
         let result = host.recall("demo", &query).map_err(anyhow::Error::new)?;

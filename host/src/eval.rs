@@ -15,7 +15,7 @@ use anyhow::{bail, Context};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::convert::parse_time;
+use crate::convert::{new_memory, parse_time, recall_query};
 use crate::types::{NewMemory, RecallQuery};
 use crate::{Host, HostConfig, SqliteKv};
 
@@ -224,22 +224,9 @@ pub fn run(
                     .iter()
                     .map(|t| {
                         Ok(NewMemory {
-                            content: turn_text(t),
-                            kind: None,
-                            task_type: None,
-                            task_description: None,
-                            context: None,
-                            tags: Vec::new(),
-                            scope: None,
-                            agent_id: None,
-                            importance: None,
-                            confidence: None,
-                            source: None,
-                            failure_type: None,
                             occurred_at: Some(parse_time("session_date", &t.session_date)?),
-                            valid_until: None,
                             metadata: vec![("dia_id".to_string(), t.dia_id.clone())],
-                            vector: None,
+                            ..new_memory(&turn_text(t))
                         })
                     })
                     .collect::<anyhow::Result<Vec<_>>>()?;
@@ -273,18 +260,8 @@ pub fn run(
         let Some(&now) = last_session.get(q.conv_id.as_str()) else {
             bail!("question about conversation {:?}, which has no turns", q.conv_id);
         };
-        let query = RecallQuery {
-            query: q.question.clone(),
-            k: max_k,
-            now: Some(now),
-            task_type: None,
-            kinds: Vec::new(),
-            tags: Vec::new(),
-            scope: None,
-            min_score: None,
-            prompt_tokens: Some(0),
-            vector: None,
-        };
+        let query =
+            RecallQuery { now: Some(now), prompt_tokens: Some(0), ..recall_query(&q.question, max_k) };
         let result = host.recall(&bank_id(&q.conv_id), &query).map_err(anyhow::Error::new)?;
         let ranked: Vec<String> = result
             .items

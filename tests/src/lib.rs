@@ -25,39 +25,11 @@ pub fn sqlite_host(path: &Path) -> (Host, Arc<SqliteKv>) {
 }
 
 pub fn item(text: &str) -> NewMemory {
-    NewMemory {
-        content: text.to_string(),
-        kind: None,
-        task_type: None,
-        task_description: None,
-        context: None,
-        tags: Vec::new(),
-        scope: None,
-        agent_id: None,
-        importance: None,
-        confidence: None,
-        source: None,
-        failure_type: None,
-        occurred_at: None,
-        valid_until: None,
-        metadata: Vec::new(),
-        vector: None,
-    }
+    hindsight::convert::new_memory(text)
 }
 
 pub fn query(text: &str, k: u32) -> RecallQuery {
-    RecallQuery {
-        query: text.to_string(),
-        k,
-        now: Some(NOW),
-        task_type: None,
-        kinds: Vec::new(),
-        tags: Vec::new(),
-        scope: None,
-        min_score: None,
-        prompt_tokens: None,
-        vector: None,
-    }
+    RecallQuery { now: Some(NOW), ..hindsight::convert::recall_query(text, k) }
 }
 
 /// The contents recalled for `text`, best first.
