@@ -264,10 +264,32 @@ pub fn load_component(
             let tmp = path.with_extension(format!("tmp{}", std::process::id()));
             if std::fs::write(&tmp, bytes).is_ok() {
                 let _ = std::fs::rename(&tmp, &path);
+                prune_cache(dir, &path);
             }
         }
     }
     Ok((component, false))
+}
+
+/// Each build leaves a ~60 MB compiled component behind: keep the few newest.
+fn prune_cache(dir: &Path, keep: &Path) {
+    const KEEP: usize = 4;
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut compiled: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "cwasm")
+                && p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("hindsight-"))
+        })
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .collect();
+    compiled.sort_by_key(|entry| std::cmp::Reverse(entry.0));
+    for (_, old) in compiled.into_iter().skip(KEEP) {
+        if old != keep {
+            let _ = std::fs::remove_file(old);
+        }
+    }
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
