@@ -373,7 +373,7 @@ impl Host {
             .hindsight_memory_engine()
             .engine()
             .call_create(&mut store, &self.model, &self.tokenizer, &self.config.settings)
-            .map_err(|e| CallError::Trap(describe_trap(e.into())))?
+            .map_err(|e| CallError::Trap(describe_trap(e.into(), self.config.memory_limit_bytes)))?
             .map_err(CallError::Engine)?;
         self.timings.instantiate = start.elapsed();
         Ok(Instance { store, world, engine, banks: HashMap::new() })
@@ -389,13 +389,14 @@ impl Host {
             self.instance = Some(self.instantiate()?);
         }
         let ticks = self.deadline_ticks();
+        let memory_cap = self.config.memory_limit_bytes;
         let instance = self.instance.as_mut().expect("instance just made");
         instance.store.set_epoch_deadline(ticks);
         match f(instance) {
             Ok(result) => result.map_err(CallError::Engine),
             Err(trap) => {
                 self.instance = None;
-                Err(CallError::Trap(describe_trap(trap.into())))
+                Err(CallError::Trap(describe_trap(trap.into(), memory_cap)))
             }
         }
     }
@@ -484,26 +485,33 @@ impl Host {
         self.instance.as_ref().map_or(0, |inst| inst.store.data().limits.memory_bytes)
     }
 
+    /// Changes the per-call deadline from the next call on.
+    pub fn set_call_deadline(&mut self, deadline: Duration) {
+        self.config.call_deadline = deadline;
+    }
+
     /// Drops the live instance (tests use this to prove the store, not the instance, holds the data).
     pub fn discard_instance(&mut self) {
         self.instance = None;
     }
 }
 
-fn describe_trap(err: anyhow::Error) -> anyhow::Error {
+fn describe_trap(err: anyhow::Error, memory_cap: usize) -> anyhow::Error {
+    const AFTER: &str = "the instance was discarded and the next call reopens the bank from the store";
     if let Some(trap) = err.downcast_ref::<wasmtime::Trap>() {
         let why = match trap {
             wasmtime::Trap::Interrupt => "the call passed its deadline".to_string(),
             wasmtime::Trap::OutOfFuel => "the call ran out of fuel".to_string(),
             other => format!("trap: {other}"),
         };
+        return anyhow!("{why}; {AFTER}");
+    }
+    // A refused memory.grow: say so in one line, not with the guest's allocator backtrace.
+    if format!("{err:#}").contains("forcing trap when growing memory") {
         return anyhow!(
-            "{why}; the instance was discarded and the next call reopens the bank from the store"
+            "the call needed more memory than the cap of {} MiB (--memory-mib); {AFTER}",
+            memory_cap >> 20
         );
     }
-    let text = format!("{err:#}");
-    if text.contains("memory") && (text.contains("limit") || text.contains("grow")) {
-        return anyhow!("{text}; the memory cap was reached, the instance was discarded and the next call reopens the bank from the store");
-    }
-    err.context("the instance was discarded and the next call reopens the bank from the store")
+    err.context(AFTER)
 }

@@ -126,3 +126,32 @@ fn an_instance_thrown_away_is_rebuilt_from_the_store() {
     host.discard_instance();
     assert_eq!(recall_texts(&mut host, "agent", "中文CSV", 1), vec![CSV_FIX]);
 }
+
+#[test]
+fn a_call_past_its_deadline_traps_and_the_next_call_reopens_the_bank() {
+    let mut host = memory_host();
+    host.retain("agent", &[item(CSV_FIX)], Some(NOW)).unwrap();
+    host.set_call_deadline(std::time::Duration::from_millis(1));
+    match host.recall("agent", &query("中文CSV", 1)) {
+        Err(CallError::Trap(e)) => assert!(e.to_string().contains("deadline"), "{e:#}"),
+        other => panic!("expected a deadline trap, got {other:?}"),
+    }
+    host.set_call_deadline(std::time::Duration::from_secs(120));
+    assert_eq!(
+        recall_texts(&mut host, "agent", "中文CSV", 1),
+        vec![CSV_FIX],
+        "acknowledged data survived the trap"
+    );
+}
+
+#[test]
+fn a_memory_cap_below_what_the_model_needs_is_a_clear_error() {
+    let config = hindsight::HostConfig { memory_limit_bytes: 64 << 20, ..hindsight::HostConfig::default() };
+    let mut host = host_with(std::sync::Arc::new(hindsight::MemoryKv::new()), config);
+    match host.stats("agent") {
+        Err(CallError::Trap(e)) => {
+            assert!(e.to_string().starts_with("the call needed more memory than the cap of 64 MiB"), "{e:#}")
+        }
+        other => panic!("expected the memory cap to stop the call, got {other:?}"),
+    }
+}
