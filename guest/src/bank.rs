@@ -161,9 +161,11 @@ impl State {
         }
     }
 
-    /// Removes a memory from every index, and its words from the documents that drew on it.
-    fn remove(&mut self, id: &str, settings: &LexicalSettings) {
+    /// Removes a memory from every index and its words from the documents that drew on it;
+    /// `relinked` are its successors' records, already pointing past it.
+    fn remove(&mut self, id: &str, relinked: Vec<Memory>, settings: &LexicalSettings) {
         let Some(slot) = self.by_id.get(id).copied() else { return };
+        // Found through the old links, before `relinked` replaces them.
         let dependents: Vec<u32> = self
             .by_id
             .values()
@@ -174,6 +176,9 @@ impl State {
                 })
             })
             .collect();
+        for m in relinked {
+            self.update(m);
+        }
         self.by_id.remove(id);
         self.vectors.remove(slot);
         self.lexical.remove(slot);
@@ -527,12 +532,7 @@ impl Bank {
                 .collect();
             ops.extend(successors.iter().map(|m| self.put_memory(m)));
             self.commit(ops, now)?;
-            self.state.remove(id, &self.settings.lexical);
-            for m in successors {
-                let slot = self.state.by_id[&m.id];
-                self.state.update(m);
-                self.state.index_lexical(slot, &self.settings.lexical);
-            }
+            self.state.remove(id, successors, &self.settings.lexical);
         } else if memory.status != Status::Archived {
             let mut m = memory;
             m.status = Status::Archived;
