@@ -6,11 +6,13 @@ use crate::bank::Bank;
 use crate::embed::Embedder;
 use crate::embed_api::TextEmbedder;
 use crate::error::Result;
+use crate::llm::{Llm, NoLlm};
 use crate::settings::Settings;
 use crate::store::Store;
 
 pub struct Engine {
     embedder: Rc<dyn TextEmbedder>,
+    llm: Rc<dyn Llm>,
     settings: Rc<Settings>,
 }
 
@@ -22,7 +24,13 @@ impl Engine {
     }
 
     pub fn with_embedder(embedder: Rc<dyn TextEmbedder>, settings: Settings) -> Engine {
-        Engine { embedder, settings: Rc::new(settings) }
+        Engine { embedder, llm: Rc::new(NoLlm), settings: Rc::new(settings) }
+    }
+
+    /// The model the engine asks for importance scores, conflict verdicts and distillation.
+    pub fn with_llm(mut self, llm: Rc<dyn Llm>) -> Engine {
+        self.llm = llm;
+        self
     }
 
     pub fn model_id(&self) -> &str {
@@ -38,6 +46,6 @@ impl Engine {
     }
 
     pub fn open_bank(&self, id: &str, store: Box<dyn Store>) -> Result<Bank> {
-        Bank::open(id, store, self.embedder.clone(), self.settings.clone())
+        Bank::open(id, store, self.embedder.clone(), self.llm.clone(), self.settings.clone())
     }
 }

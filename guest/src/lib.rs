@@ -2,12 +2,15 @@
 //! only module that knows the component model.
 
 pub mod bank;
+pub mod conflict;
 pub mod embed;
 pub mod embed_api;
 pub mod engine;
 pub mod error;
+pub mod filter;
 pub mod index;
 pub mod lexical;
+pub mod llm;
 pub mod prompt;
 pub mod record;
 pub mod score;
@@ -17,7 +20,10 @@ pub mod store;
 #[cfg(target_arch = "wasm32")]
 mod wit_glue;
 
-pub use bank::{Bank, RecallQuery, RecallResult, Recalled, RetainAction, RetainOutcome, Stats};
+pub use bank::{
+    Bank, FeedbackOutcome, HistoryEntry, HistoryEvent, MaintainAction, MaintainReport, MaintainStep,
+    RecallQuery, RecallResult, Recalled, RetainAction, RetainOutcome, Stats,
+};
 pub use engine::Engine;
 pub use error::{Error, Result};
 pub use record::{FailureType, Kind, Memory, NewMemory, Scope, ScopeLevel, Source, Status, Timestamp};

@@ -1,6 +1,7 @@
 //! The block of recalled memories an agent puts in its prompt, kept within a token budget.
 
-use crate::record::{Kind, Memory, DAY_MS};
+use crate::bank::Recalled;
+use crate::record::{Kind, Memory, Status, DAY_MS};
 
 /// Rough token count: one per CJK character, one per four other characters. Close enough to
 /// keep a block within budget without the model's own tokenizer.
@@ -18,30 +19,49 @@ pub fn estimate_tokens(text: &str) -> usize {
 }
 
 const HEADER: &str = "Relevant memories from earlier tasks (most relevant first):";
+const CONFLICT_NOTE: &str =
+    "Note: memories marked \"conflicting\" record experiences that differ; judge by the situation.";
+const STALE_NOTE: &str = "Note: memories marked \"possibly stale\" are old; check that they still hold.";
 
-/// Formats memories best first, stopping before the budget is passed. Empty when none fit.
-pub fn block(memories: &[&Memory], budget_tokens: usize) -> String {
+/// Formats recalled memories best first, stopping before the budget is passed; notes on
+/// conflicting or stale items follow the list. Empty when none fit.
+pub fn block(items: &[Recalled], budget_tokens: usize) -> String {
     let mut out = String::from(HEADER);
     let mut used = estimate_tokens(HEADER);
     let mut lines = 0;
-    for m in memories {
-        let line = format!("\n- {} {}", label(m), one_line(&m.content));
-        let cost = estimate_tokens(&line);
+    let (mut any_conflict, mut any_stale) = (false, false);
+    for item in items {
+        let conflicting = !item.conflicting.is_empty();
+        let line = format!("\n- {} {}", label(item, conflicting), one_line(&item.memory.content));
+        let notes = [conflicting && !any_conflict, item.possibly_stale && !any_stale];
+        let cost = estimate_tokens(&line)
+            + if notes[0] { estimate_tokens(CONFLICT_NOTE) + 1 } else { 0 }
+            + if notes[1] { estimate_tokens(STALE_NOTE) + 1 } else { 0 };
         if used + cost > budget_tokens {
             break;
         }
         used += cost;
         out.push_str(&line);
         lines += 1;
+        any_conflict |= conflicting;
+        any_stale |= item.possibly_stale;
     }
     if lines == 0 {
-        String::new()
-    } else {
-        out
+        return String::new();
     }
+    if any_conflict {
+        out.push('\n');
+        out.push_str(CONFLICT_NOTE);
+    }
+    if any_stale {
+        out.push('\n');
+        out.push_str(STALE_NOTE);
+    }
+    out
 }
 
-fn label(m: &Memory) -> String {
+fn label(item: &Recalled, conflicting: bool) -> String {
+    let m: &Memory = &item.memory;
     let kind = match m.kind {
         Kind::Episodic => "experience",
         Kind::Semantic => "fact",
@@ -52,6 +72,15 @@ fn label(m: &Memory) -> String {
         parts.push(format!("task {task}"));
     }
     parts.push(date(m.occurred_at));
+    if m.status != Status::Active {
+        parts.push(format!("{}, no longer current", m.status));
+    }
+    if conflicting {
+        parts.push("conflicting".into());
+    }
+    if item.possibly_stale {
+        parts.push("possibly stale".into());
+    }
     format!("[{}]", parts.join(", "))
 }
 
@@ -115,15 +144,32 @@ mod tests {
         assert_eq!(month_year(1_683_554_160_000), "May 2023");
     }
 
+    fn recalled(text: &str) -> Recalled {
+        let memory = NewMemory::text(text).into_memory("a".into(), 0, &Settings::default(), "m").unwrap();
+        Recalled { memory, score: Default::default(), conflicting: vec![], possibly_stale: false }
+    }
+
     #[test]
     fn block_stops_at_the_budget() {
-        let m = NewMemory::text("use utf-8-sig for Chinese CSV files")
-            .into_memory("a".into(), 0, &Settings::default(), "m")
-            .unwrap();
-        let full = block(&[&m, &m, &m], 10_000);
+        let m = recalled("use utf-8-sig for Chinese CSV files");
+        let three = [m.clone(), m.clone(), m.clone()];
+        let full = block(&three, 10_000);
         assert_eq!(full.lines().count(), 4);
-        let tight = block(&[&m, &m, &m], estimate_tokens(&full) - 5);
+        let tight = block(&three, estimate_tokens(&full) - 5);
         assert_eq!(tight.lines().count(), 3);
-        assert_eq!(block(&[&m], 3), "");
+        assert_eq!(block(&three[..1], 3), "");
+    }
+
+    #[test]
+    fn conflicting_and_stale_items_are_marked_and_explained() {
+        let mut a = recalled("retry the export with a 60 s timeout");
+        a.conflicting = vec!["b".into()];
+        let mut b = recalled("the export never works, use the bulk API");
+        b.possibly_stale = true;
+        let text = block(&[a, b], 10_000);
+        assert!(text.contains("conflicting] retry"), "{text}");
+        assert!(text.contains("possibly stale] the export"), "{text}");
+        assert!(text.contains("experiences that differ; judge by the situation"), "{text}");
+        assert!(text.contains("check that they still hold"), "{text}");
     }
 }

@@ -107,15 +107,77 @@ pub struct Memory {
     pub valid_until: Option<Timestamp>,
     pub metadata: Vec<(String, String)>,
     pub embedding_model: String,
+    /// Active memories that say something different and are kept beside this one, each valid
+    /// under its own conditions.
+    #[serde(default)]
+    pub conflicts_with: Vec<String>,
+    /// When `status` last changed (superseded, merged, archived, restored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_changed_at: Option<Timestamp>,
+    /// Times the memory was confirmed: retained again as a duplicate, or a success in feedback.
+    /// Each lengthens its recency half-life.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reinforcements: u32,
+    /// Decay periods already applied by `maintain` since the memory was last used.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decay_periods: u32,
+    /// `maintain` has already lowered this never-recalled episode's importance.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub weakened: bool,
     /// The memory retained just before this one in the same call and scope: its sequence
     /// predecessor (a conversation's previous turn). Internal: lends keyword context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follows: Option<String>,
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// How a memory ages, from its tags (and a transient failure): constraints hold until replaced,
+/// preferences fade slowly, transient facts fast, the rest by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Constraint,
+    Preference,
+    Transient,
+    Plain,
+}
+
+pub const TAG_CONSTRAINT: &str = "constraint";
+pub const TAG_PREFERENCE: &str = "preference";
+pub const TAG_TRANSIENT: &str = "transient";
+
 impl Memory {
     pub fn is_active(&self) -> bool {
         self.status == Status::Active
+    }
+
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags.iter().any(|t| t.eq_ignore_ascii_case(tag))
+    }
+
+    pub fn class(&self) -> Class {
+        if self.has_tag(TAG_CONSTRAINT) {
+            Class::Constraint
+        } else if self.has_tag(TAG_TRANSIENT) || self.failure_type == Some(FailureType::Transient) {
+            Class::Transient
+        } else if self.has_tag(TAG_PREFERENCE) {
+            Class::Preference
+        } else {
+            Class::Plain
+        }
+    }
+
+    /// When the memory was last used: recalled, confirmed, or else created.
+    pub fn last_used(&self) -> Timestamp {
+        self.last_accessed_at.unwrap_or(self.created_at).max(self.created_at)
+    }
+
+    pub fn set_status(&mut self, status: Status, now: Timestamp) {
+        self.status = status;
+        self.status_changed_at = Some(now);
+        self.updated_at = now;
     }
 }
 
@@ -138,6 +200,10 @@ pub struct NewMemory {
     pub occurred_at: Option<Timestamp>,
     pub valid_until: Option<Timestamp>,
     pub metadata: Vec<(String, String)>,
+    /// Store as given: no write filter, dedup, merge or conflict check.
+    pub force: bool,
+    /// Valid beside any memory it conflicts with: both are kept and flagged, none superseded.
+    pub parallel: bool,
     /// A precomputed vector from the bank's model; skips embedding.
     #[serde(skip)]
     pub vector: Option<Vec<f32>>,
@@ -253,6 +319,11 @@ impl NewMemory {
             valid_until: self.valid_until,
             metadata: self.metadata,
             embedding_model: model_id.to_string(),
+            conflicts_with: Vec::new(),
+            status_changed_at: None,
+            reinforcements: 0,
+            decay_periods: 0,
+            weakened: false,
             follows: None,
         })
     }

@@ -1,6 +1,6 @@
 //! The fused recall score and its per-factor breakdown.
 
-use crate::record::{Memory, Timestamp, DAY_MS};
+use crate::record::{Class, Memory, Timestamp, DAY_MS};
 use crate::settings::RecallSettings;
 
 /// Each factor's weighted contribution; `total` is their sum.
@@ -12,6 +12,7 @@ pub struct Score {
     pub confidence: f32,
     pub importance: f32,
     pub task_match: f32,
+    pub source: f32,
     pub total: f32,
     /// Raw cosine similarity, for callers that want an absolute measure.
     pub similarity: f32,
@@ -62,10 +63,24 @@ impl Bounds {
     }
 }
 
+/// The memory's recency half-life in days; none for a constraint, which holds until replaced.
+/// By class (preference, transient) or else kind, lengthened by each reinforcement.
+pub fn half_life_days(memory: &Memory, settings: &RecallSettings) -> Option<f32> {
+    let base = match memory.class() {
+        Class::Constraint => return None,
+        Class::Preference => settings.half_life_days_preference,
+        Class::Transient => settings.half_life_days_transient,
+        Class::Plain => settings.half_life_days(memory.kind),
+    };
+    let stretch = (1.0 + settings.reinforcement_half_life_step * memory.reinforcements as f32)
+        .min(settings.max_half_life_multiplier.max(1.0));
+    Some(base * stretch)
+}
+
 /// exp(-ln2 · age / half-life): 1 for a memory from now, ½ one half-life ago.
 pub fn recency(memory: &Memory, now: Timestamp, settings: &RecallSettings) -> f32 {
+    let Some(half_life) = half_life_days(memory, settings) else { return 1.0 };
     let age_days = (now - memory.occurred_at).max(0) as f32 / DAY_MS as f32;
-    let half_life = settings.half_life_days(memory.kind);
     (-std::f32::consts::LN_2 * age_days / half_life).exp()
 }
 
@@ -89,10 +104,11 @@ pub fn fuse(
         confidence: w.confidence * memory.confidence,
         importance: w.importance * memory.importance,
         task_match: w.task_match * task_match,
+        source: w.source * settings.source_weight(memory.source),
         total: 0.0,
         similarity: evidence.similarity,
     };
-    s.total = s.semantic + s.lexical + s.recency + s.confidence + s.importance + s.task_match;
+    s.total = s.semantic + s.lexical + s.recency + s.confidence + s.importance + s.task_match + s.source;
     s
 }
 
@@ -128,9 +144,44 @@ mod tests {
         assert!((best.semantic - settings.weights.semantic).abs() < 1e-6);
         assert!((best.lexical - settings.weights.lexical).abs() < 1e-6);
         assert_eq!(worst.semantic, 0.0);
-        let sum =
-            best.semantic + best.lexical + best.recency + best.confidence + best.importance + best.task_match;
+        let sum = best.semantic
+            + best.lexical
+            + best.recency
+            + best.confidence
+            + best.importance
+            + best.task_match
+            + best.source;
         assert!((best.total - sum).abs() < 1e-6);
         assert!(best.total > worst.total);
+    }
+
+    #[test]
+    fn constraints_never_decay_and_reinforcement_slows_decay() {
+        let settings = RecallSettings::default();
+        let year = 365 * DAY_MS;
+        let mut constraint = memory(0);
+        constraint.tags.push("constraint".into());
+        assert_eq!(recency(&constraint, year, &settings), 1.0);
+        let plain = memory(0);
+        let mut reinforced = memory(0);
+        reinforced.reinforcements = 4;
+        assert!(recency(&reinforced, 60 * DAY_MS, &settings) > recency(&plain, 60 * DAY_MS, &settings));
+        let mut transient = memory(0);
+        transient.tags.push("transient".into());
+        assert!(recency(&transient, 14 * DAY_MS, &settings) < 0.26);
+    }
+
+    #[test]
+    fn the_users_word_outweighs_the_agents_inference() {
+        let settings = RecallSettings::default();
+        let mut user = memory(0);
+        user.source = crate::record::Source::UserExplicit;
+        let agent = memory(0);
+        let e = Evidence { similarity: 0.5, bm25: 1.0 };
+        let bounds = Bounds::over([e].into_iter());
+        assert!(
+            fuse(&user, e, &bounds, 0, None, &settings).total
+                > fuse(&agent, e, &bounds, 0, None, &settings).total
+        );
     }
 }

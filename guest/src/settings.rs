@@ -13,6 +13,9 @@ pub struct Settings {
     pub limits: Limits,
     pub recall: RecallSettings,
     pub lexical: LexicalSettings,
+    pub write: WriteSettings,
+    pub feedback: FeedbackSettings,
+    pub maintain: MaintainSettings,
 }
 
 /// What a retained item gets for a field it leaves unset.
@@ -96,6 +99,8 @@ pub struct Weights {
     pub importance: f32,
     /// 1 when the memory's task type equals the query's.
     pub task_match: f32,
+    /// The weight of the memory's source (see `recall.source_weight_*`).
+    pub source: f32,
 }
 
 impl Default for Weights {
@@ -107,6 +112,7 @@ impl Default for Weights {
             confidence: 0.03,
             importance: 0.03,
             task_match: 0.05,
+            source: 0.03,
         }
     }
 }
@@ -121,6 +127,22 @@ pub struct RecallSettings {
     pub half_life_days_episodic: f32,
     pub half_life_days_semantic: f32,
     pub half_life_days_procedural: f32,
+    /// Memories tagged `preference` decay slowly; `constraint` never; `transient` (or with a
+    /// transient failure) fast.
+    pub half_life_days_preference: f32,
+    pub half_life_days_transient: f32,
+    /// Each reinforcement (a duplicate retained again, a successful feedback) lengthens the
+    /// half-life by this fraction, up to `max_half_life_multiplier` times the base.
+    pub reinforcement_half_life_step: f32,
+    pub max_half_life_multiplier: f32,
+    /// A recalled memory whose event is older than this is marked possibly stale.
+    pub stale_after_days: f32,
+    /// What each source is worth, 0..1: the user's word above the agent's inference.
+    pub source_weight_user_explicit: f32,
+    pub source_weight_user_feedback: f32,
+    pub source_weight_tool_result: f32,
+    pub source_weight_agent_inference: f32,
+    pub source_weight_imported: f32,
     /// Token budget of the prompt block.
     pub prompt_tokens: u32,
 }
@@ -134,7 +156,120 @@ impl Default for RecallSettings {
             half_life_days_episodic: 30.0,
             half_life_days_semantic: 180.0,
             half_life_days_procedural: 365.0,
+            half_life_days_preference: 365.0,
+            half_life_days_transient: 7.0,
+            reinforcement_half_life_step: 0.25,
+            max_half_life_multiplier: 4.0,
+            stale_after_days: 180.0,
+            source_weight_user_explicit: 1.0,
+            source_weight_user_feedback: 0.9,
+            source_weight_tool_result: 0.7,
+            source_weight_agent_inference: 0.5,
+            source_weight_imported: 0.4,
             prompt_tokens: 600,
+        }
+    }
+}
+
+/// The write path: what is kept, and what happens when a new memory meets a close old one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WriteSettings {
+    /// Drop filler and in-call repeats by rule (a caller's `force` skips the whole write path).
+    pub filter: bool,
+    /// When the host has an LLM, items no rule keeps are scored 1–10 and kept at this or above.
+    pub importance_threshold: u8,
+    /// Above this cosine to an active memory, a new item is a duplicate: the old one is
+    /// reinforced instead.
+    pub dedup_cosine: f32,
+    /// Above this (and up to `dedup_cosine`), with the same kind, the two are merged.
+    pub merge_cosine: f32,
+    /// Close enough to conflict: cosine above this, or (for short statements the embedding
+    /// cannot tell apart) the same words once values and change words are set aside, with at
+    /// least `conflict_frame_overlap` Jaccard overlap.
+    pub conflict_cosine: f32,
+    pub conflict_frame_overlap: f32,
+    /// A superseded memory's confidence is multiplied by this.
+    pub supersede_confidence_factor: f32,
+    /// Confidence a reinforced memory gains, up to `confidence_cap`.
+    pub reinforce_confidence_step: f32,
+    pub confidence_cap: f32,
+}
+
+impl Default for WriteSettings {
+    fn default() -> Self {
+        WriteSettings {
+            filter: true,
+            importance_threshold: 6,
+            dedup_cosine: 0.95,
+            merge_cosine: 0.85,
+            conflict_cosine: 0.85,
+            conflict_frame_overlap: 0.6,
+            supersede_confidence_factor: 0.5,
+            reinforce_confidence_step: 0.05,
+            confidence_cap: 0.95,
+        }
+    }
+}
+
+/// What a caller's verdict on recalled memories does to them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FeedbackSettings {
+    pub success_step: f32,
+    pub success_cap: f32,
+    pub failure_step: f32,
+    pub failure_floor: f32,
+    pub correction_factor: f32,
+}
+
+impl Default for FeedbackSettings {
+    fn default() -> Self {
+        FeedbackSettings {
+            success_step: 0.05,
+            success_cap: 0.95,
+            failure_step: 0.1,
+            failure_floor: 0.1,
+            correction_factor: 0.5,
+        }
+    }
+}
+
+/// `maintain`: decay, archiving, expiry, capacity and late merging.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MaintainSettings {
+    /// Confidence is multiplied by `decay_factor` for every full `decay_period_days` since the
+    /// memory was last used (constraints do not decay).
+    pub decay_factor: f32,
+    pub decay_period_days: f32,
+    /// Archived: confidence below this and unused for `archive_idle_days`.
+    pub archive_below_confidence: f32,
+    pub archive_idle_days: f32,
+    /// Episodic memories never recalled lose weight (importance × `weaken_factor`) after this
+    /// many days, and are archived after `episodic_archive_days`.
+    pub episodic_weaken_days: f32,
+    pub weaken_factor: f32,
+    pub episodic_archive_days: f32,
+    /// Active memories per bank; beyond it the lowest by composite score are archived.
+    pub capacity: u32,
+    /// Near-duplicates above this cosine that slipped in (forced, or retained concurrently)
+    /// are merged.
+    pub merge_cosine: f32,
+}
+
+impl Default for MaintainSettings {
+    fn default() -> Self {
+        MaintainSettings {
+            decay_factor: 0.9,
+            decay_period_days: 30.0,
+            archive_below_confidence: 0.3,
+            archive_idle_days: 60.0,
+            episodic_weaken_days: 30.0,
+            weaken_factor: 0.5,
+            episodic_archive_days: 60.0,
+            capacity: 10_000,
+            merge_cosine: 0.95,
         }
     }
 }
@@ -145,6 +280,16 @@ impl RecallSettings {
             Kind::Episodic => self.half_life_days_episodic,
             Kind::Semantic => self.half_life_days_semantic,
             Kind::Procedural => self.half_life_days_procedural,
+        }
+    }
+
+    pub fn source_weight(&self, source: Source) -> f32 {
+        match source {
+            Source::UserExplicit => self.source_weight_user_explicit,
+            Source::UserFeedback => self.source_weight_user_feedback,
+            Source::ToolResult => self.source_weight_tool_result,
+            Source::AgentInference => self.source_weight_agent_inference,
+            Source::Imported => self.source_weight_imported,
         }
     }
 }
@@ -207,6 +352,7 @@ impl Settings {
             ("recall.weights.confidence", w.confidence),
             ("recall.weights.importance", w.importance),
             ("recall.weights.task_match", w.task_match),
+            ("recall.weights.source", w.source),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::invalid(format!("settings.{field}"), "must be a finite number ≥ 0"));
@@ -217,6 +363,11 @@ impl Settings {
             ("recall.half_life_days_episodic", r.half_life_days_episodic),
             ("recall.half_life_days_semantic", r.half_life_days_semantic),
             ("recall.half_life_days_procedural", r.half_life_days_procedural),
+            ("recall.half_life_days_preference", r.half_life_days_preference),
+            ("recall.half_life_days_transient", r.half_life_days_transient),
+            ("recall.max_half_life_multiplier", r.max_half_life_multiplier),
+            ("recall.stale_after_days", r.stale_after_days),
+            ("maintain.decay_period_days", self.maintain.decay_period_days),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(Error::invalid(format!("settings.{field}"), "must be a number > 0"));
@@ -233,6 +384,48 @@ impl Settings {
             return Err(Error::invalid("settings.lexical.k1", "must be a finite number ≥ 0"));
         }
         unit("lexical.b", l.b)?;
+        let (wr, f, m) = (&self.write, &self.feedback, &self.maintain);
+        for (field, v) in [
+            ("recall.source_weight_user_explicit", r.source_weight_user_explicit),
+            ("recall.source_weight_user_feedback", r.source_weight_user_feedback),
+            ("recall.source_weight_tool_result", r.source_weight_tool_result),
+            ("recall.source_weight_agent_inference", r.source_weight_agent_inference),
+            ("recall.source_weight_imported", r.source_weight_imported),
+            ("recall.reinforcement_half_life_step", r.reinforcement_half_life_step),
+            ("write.dedup_cosine", wr.dedup_cosine),
+            ("write.merge_cosine", wr.merge_cosine),
+            ("write.conflict_cosine", wr.conflict_cosine),
+            ("write.conflict_frame_overlap", wr.conflict_frame_overlap),
+            ("write.supersede_confidence_factor", wr.supersede_confidence_factor),
+            ("write.reinforce_confidence_step", wr.reinforce_confidence_step),
+            ("write.confidence_cap", wr.confidence_cap),
+            ("feedback.success_step", f.success_step),
+            ("feedback.success_cap", f.success_cap),
+            ("feedback.failure_step", f.failure_step),
+            ("feedback.failure_floor", f.failure_floor),
+            ("feedback.correction_factor", f.correction_factor),
+            ("maintain.decay_factor", m.decay_factor),
+            ("maintain.archive_below_confidence", m.archive_below_confidence),
+            ("maintain.weaken_factor", m.weaken_factor),
+            ("maintain.merge_cosine", m.merge_cosine),
+        ] {
+            unit(field, v)?;
+        }
+        if wr.merge_cosine > wr.dedup_cosine {
+            return Err(Error::invalid("settings.write.merge_cosine", "must not exceed write.dedup_cosine"));
+        }
+        if !(1..=10).contains(&wr.importance_threshold) {
+            return Err(Error::invalid("settings.write.importance_threshold", "must be from 1 to 10"));
+        }
+        for (field, v) in [
+            ("maintain.archive_idle_days", m.archive_idle_days),
+            ("maintain.episodic_weaken_days", m.episodic_weaken_days),
+            ("maintain.episodic_archive_days", m.episodic_archive_days),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::invalid(format!("settings.{field}"), "must be a number ≥ 0"));
+            }
+        }
         Ok(())
     }
 }

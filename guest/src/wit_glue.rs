@@ -9,10 +9,11 @@ wit_bindgen::generate!({
 });
 
 use exports::hindsight::memory::engine as wit;
+use hindsight::memory::llm as wit_llm;
 use hindsight::memory::store as wit_store;
 use hindsight::memory::types as t;
 
-use crate::{bank, record, store, Error};
+use crate::{bank, llm, record, store, Error};
 
 struct Component;
 
@@ -56,6 +57,31 @@ impl store::Store for HostStore {
     }
 }
 
+/// The host's language model, reached through the `llm` import.
+struct HostLlm;
+
+impl llm::Llm for HostLlm {
+    fn complete(&self, r: &llm::LlmRequest) -> Result<llm::LlmResponse, llm::LlmError> {
+        let request = wit_llm::Request {
+            operation: r.operation.clone(),
+            system: r.system.clone(),
+            prompt: r.prompt.clone(),
+            json_schema: r.json_schema.clone(),
+            max_tokens: r.max_tokens,
+            temperature: r.temperature,
+        };
+        match wit_llm::complete(&request) {
+            Ok(a) => Ok(llm::LlmResponse {
+                text: a.text,
+                prompt_tokens: a.prompt_tokens,
+                completion_tokens: a.completion_tokens,
+            }),
+            Err(wit_llm::LlmError::Unavailable(m)) => Err(llm::LlmError::Unavailable(m)),
+            Err(wit_llm::LlmError::Failed(m)) => Err(llm::LlmError::Failed(m)),
+        }
+    }
+}
+
 fn now_or_clock(now: Option<i64>) -> i64 {
     now.unwrap_or_else(|| {
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
@@ -64,7 +90,7 @@ fn now_or_clock(now: Option<i64>) -> i64 {
 
 impl wit::GuestEngine for EngineResource {
     fn create(model: Vec<u8>, tokenizer: Vec<u8>, settings: String) -> Result<wit::Engine, t::Error> {
-        let engine = crate::Engine::new(&model, &tokenizer, &settings)?;
+        let engine = crate::Engine::new(&model, &tokenizer, &settings)?.with_llm(std::rc::Rc::new(HostLlm));
         Ok(wit::Engine::new(EngineResource(engine)))
     }
 
@@ -95,9 +121,8 @@ impl wit::GuestBank for BankResource {
             .into_iter()
             .map(|o| t::RetainOutcome {
                 id: o.id,
-                action: match o.action {
-                    bank::RetainAction::Created => t::RetainAction::Created,
-                },
+                action: action_out(o.action),
+                related: o.related,
                 reason: o.reason,
             })
             .collect())
@@ -115,6 +140,7 @@ impl wit::GuestBank for BankResource {
             min_score: q.min_score,
             prompt_tokens: q.prompt_tokens,
             vector: q.vector,
+            include_superseded: q.include_superseded,
         };
         let result = self.0.borrow_mut().recall(query)?;
         Ok(t::RecallResult {
@@ -130,9 +156,12 @@ impl wit::GuestBank for BankResource {
                         confidence: r.score.confidence,
                         importance: r.score.importance,
                         task_match: r.score.task_match,
+                        source: r.score.source,
                         total: r.score.total,
                         similarity: r.score.similarity,
                     },
+                    conflicting: r.conflicting,
+                    possibly_stale: r.possibly_stale,
                 })
                 .collect(),
             prompt: result.prompt,
@@ -168,6 +197,49 @@ impl wit::GuestBank for BankResource {
             embedding_model: s.embedding_model,
             dimension: s.dimension,
             sequence: s.sequence,
+        })
+    }
+
+    fn feedback(
+        &self,
+        ids: Vec<String>,
+        outcome: t::FeedbackOutcome,
+        now: Option<i64>,
+    ) -> Result<Vec<t::Memory>, t::Error> {
+        let memories = self.0.borrow_mut().feedback(&ids, feedback_in(outcome), now_or_clock(now))?;
+        Ok(memories.into_iter().map(memory_out).collect())
+    }
+
+    fn history(&self, id: String) -> Result<Vec<t::HistoryEntry>, t::Error> {
+        let entries = self.0.borrow_mut().history(&id)?;
+        Ok(entries
+            .into_iter()
+            .map(|e| t::HistoryEntry {
+                at: e.at,
+                event: history_out(e.event),
+                memory: memory_out(e.memory),
+                other: e.other,
+            })
+            .collect())
+    }
+
+    fn maintain(&self, now: Option<i64>) -> Result<t::MaintainReport, t::Error> {
+        let r = self.0.borrow_mut().maintain(now_or_clock(now))?;
+        Ok(t::MaintainReport {
+            active_before: r.active_before,
+            active_after: r.active_after,
+            decayed: r.decayed,
+            weakened: r.weakened,
+            steps: r
+                .steps
+                .into_iter()
+                .map(|s| t::MaintainStep {
+                    id: s.id,
+                    action: maintain_out(s.action),
+                    into: s.into,
+                    reason: s.reason,
+                })
+                .collect(),
         })
     }
 }
@@ -211,6 +283,28 @@ enum_map!(
 );
 enum_map!(failure_in, failure_out, t::FailureType, record::FailureType, [Transient, Permanent]);
 enum_map!(status_in, status_out, t::Status, record::Status, [Active, Superseded, Merged, Archived]);
+enum_map!(
+    action_in,
+    action_out,
+    t::RetainAction,
+    bank::RetainAction,
+    [Created, Reinforced, Merged, Superseded, Filtered]
+);
+enum_map!(
+    feedback_in,
+    feedback_out,
+    t::FeedbackOutcome,
+    bank::FeedbackOutcome,
+    [Success, Failure, Correction]
+);
+enum_map!(
+    history_in,
+    history_out,
+    t::HistoryEvent,
+    bank::HistoryEvent,
+    [Created, Superseded, Merged, Archived]
+);
+enum_map!(maintain_in, maintain_out, t::MaintainAction, bank::MaintainAction, [Archived, Merged]);
 
 fn scope_in(s: t::Scope) -> record::Scope {
     record::Scope { level: level_in(s.level), id: s.id }
@@ -237,6 +331,8 @@ fn new_memory_in(m: t::NewMemory) -> record::NewMemory {
         occurred_at: m.occurred_at,
         valid_until: m.valid_until,
         metadata: m.metadata,
+        force: m.force,
+        parallel: m.parallel,
         vector: m.vector,
     }
 }
@@ -267,5 +363,7 @@ fn memory_out(m: record::Memory) -> t::Memory {
         valid_until: m.valid_until,
         metadata: m.metadata,
         embedding_model: m.embedding_model,
+        conflicts_with: m.conflicts_with,
+        reinforcements: m.reinforcements,
     }
 }

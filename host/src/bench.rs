@@ -236,7 +236,11 @@ pub fn size_bench(
     {
         let mut host = make_host(&db)?;
         for chunk in corpus.chunks(1000) {
-            let items: Vec<_> = chunk.iter().map(|(t, v)| new_memory(t, Some(v.clone()))).collect();
+            // The derived corpus repeats its base texts: stored as given, not deduplicated.
+            let items: Vec<_> = chunk
+                .iter()
+                .map(|(t, v)| crate::types::NewMemory { force: true, ..new_memory(t, Some(v.clone())) })
+                .collect();
             ok(host.retain("bench", &items, None))?;
         }
     }
@@ -272,6 +276,7 @@ pub fn size_bench(
             .iter()
             .map(|(t, v)| hindsight_guest::NewMemory {
                 vector: Some(v.clone()),
+                force: true,
                 ..hindsight_guest::NewMemory::text(t)
             })
             .collect();

@@ -6,8 +6,9 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::types::{
-    FailureType, Memory, MemoryKind, NewMemory, RecallQuery, Recalled, RetainAction, Scope, ScopeLevel,
-    Score, Source, Status,
+    FailureType, FeedbackOutcome, HistoryEntry, HistoryEvent, MaintainAction, MaintainReport, Memory,
+    MemoryKind, NewMemory, RecallQuery, Recalled, RetainAction, RetainOutcome, Scope, ScopeLevel, Score,
+    Source, Status,
 };
 
 /// Names of a WIT enum's cases, as the CLI and JSON spell them.
@@ -64,7 +65,40 @@ names!(
     "failure-type",
     [Transient = "transient", Permanent = "permanent"]
 );
-names!(parse_action, action_name, RetainAction, "action", [Created = "created"]);
+names!(
+    parse_action,
+    action_name,
+    RetainAction,
+    "action",
+    [
+        Created = "created",
+        Reinforced = "reinforced",
+        Merged = "merged",
+        Superseded = "superseded",
+        Filtered = "filtered"
+    ]
+);
+names!(
+    parse_feedback,
+    feedback_name,
+    FeedbackOutcome,
+    "outcome",
+    [Success = "success", Failure = "failure", Correction = "correction"]
+);
+names!(
+    parse_history_event,
+    history_event_name,
+    HistoryEvent,
+    "event",
+    [Created = "created", Superseded = "superseded", Merged = "merged", Archived = "archived"]
+);
+names!(
+    parse_maintain_action,
+    maintain_action_name,
+    MaintainAction,
+    "action",
+    [Archived = "archived", Merged = "merged"]
+);
 names!(
     parse_status,
     status_name,
@@ -130,6 +164,8 @@ pub fn new_memory(text: &str) -> NewMemory {
         occurred_at: None,
         valid_until: None,
         metadata: Vec::new(),
+        force: false,
+        parallel: false,
         vector: None,
     }
 }
@@ -147,6 +183,7 @@ pub fn recall_query(text: &str, k: u32) -> RecallQuery {
         min_score: None,
         prompt_tokens: None,
         vector: None,
+        include_superseded: false,
     }
 }
 
@@ -180,6 +217,12 @@ pub struct RetainLine {
     pub valid_until: Option<String>,
     #[serde(alias = "metadata")]
     pub meta: Option<Map<String, Value>>,
+    /// Store as given: no write filter, dedup, merge or conflict check.
+    #[serde(default)]
+    pub force: bool,
+    /// Valid beside anything it contradicts.
+    #[serde(default)]
+    pub parallel: bool,
 }
 
 impl RetainLine {
@@ -232,6 +275,8 @@ impl RetainLine {
             occurred_at: self.at.as_deref().map(|t| parse_time("at", t)).transpose()?,
             valid_until: self.valid_until.as_deref().map(|t| parse_time("valid_until", t)).transpose()?,
             metadata,
+            force: self.force,
+            parallel: self.parallel,
             vector: None,
         })
     }
@@ -273,6 +318,49 @@ pub fn memory_json(m: &Memory) -> Value {
         "valid_until": m.valid_until.map(format_time),
         "metadata": metadata,
         "embedding_model": m.embedding_model,
+        "conflicts_with": m.conflicts_with,
+        "reinforcements": m.reinforcements,
+    })
+}
+
+pub fn outcome_json(o: &RetainOutcome) -> Value {
+    json!({"id": o.id, "action": action_name(o.action), "related": o.related, "reason": o.reason})
+}
+
+/// "created m123 (new memory)", "filtered (filler: …)".
+pub fn outcome_text(o: &RetainOutcome) -> String {
+    let mut text = action_name(o.action).to_string();
+    if let Some(id) = &o.id {
+        text.push(' ');
+        text.push_str(id);
+    }
+    format!("{text} ({})", o.reason)
+}
+
+pub fn history_json(e: &HistoryEntry) -> Value {
+    json!({
+        "at": format_time(e.at),
+        "event": history_event_name(e.event),
+        "id": e.memory.id,
+        "other": e.other,
+        "memory": memory_json(&e.memory),
+    })
+}
+
+pub fn maintain_json(r: &MaintainReport) -> Value {
+    json!({
+        "active_before": r.active_before,
+        "active_after": r.active_after,
+        "decayed": r.decayed,
+        "weakened": r.weakened,
+        "archived": r.steps.iter().filter(|s| s.action == MaintainAction::Archived).count(),
+        "merged": r.steps.iter().filter(|s| s.action == MaintainAction::Merged).count(),
+        "steps": r.steps.iter().map(|s| json!({
+            "id": s.id,
+            "action": maintain_action_name(s.action),
+            "into": s.into,
+            "reason": s.reason,
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -284,6 +372,7 @@ pub fn score_json(s: &Score) -> Value {
         "confidence": round(s.confidence),
         "importance": round(s.importance),
         "task_match": round(s.task_match),
+        "source": round(s.source),
         "similarity": round(s.similarity),
         "total": round(s.total),
     })
@@ -292,6 +381,8 @@ pub fn score_json(s: &Score) -> Value {
 pub fn recalled_json(r: &Recalled) -> Value {
     let mut v = memory_json(&r.memory);
     v["score"] = score_json(&r.score);
+    v["conflicting"] = json!(r.conflicting);
+    v["possibly_stale"] = json!(r.possibly_stale);
     v
 }
 

@@ -226,6 +226,8 @@ pub fn run(
                         Ok(NewMemory {
                             occurred_at: Some(parse_time("session_date", &t.session_date)?),
                             metadata: vec![("dia_id".to_string(), t.dia_id.clone())],
+                            // The protocol retains every turn verbatim: no filter, dedup or merge.
+                            force: true,
                             ..new_memory(&turn_text(t))
                         })
                     })

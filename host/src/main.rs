@@ -74,6 +74,26 @@ enum Command {
     Restore { id: String },
     /// Counts of the bank's memories.
     Stats,
+    /// Tell the bank how recalled memories worked out.
+    Feedback {
+        /// Comma-separated memory ids.
+        #[arg(long)]
+        ids: String,
+        /// success, failure or correction.
+        #[arg(long)]
+        outcome: String,
+        /// When (ISO 8601); defaults to now.
+        #[arg(long)]
+        now: Option<String>,
+    },
+    /// The chain of memories a memory replaced, absorbed, or was replaced by.
+    History { id: String },
+    /// Decay, archive, expire, merge late duplicates and enforce the capacity cap.
+    Maintain {
+        /// "Now" for ages (ISO 8601); defaults to the wall clock.
+        #[arg(long)]
+        now: Option<String>,
+    },
     /// Get the embedding model.
     Model {
         #[command(subcommand)]
@@ -142,6 +162,12 @@ struct RetainArgs {
     /// key=value, repeatable.
     #[arg(long = "meta", value_name = "KEY=VALUE")]
     meta: Vec<String>,
+    /// Store as given: skip the write filter, dedup, merge and conflict checks.
+    #[arg(long)]
+    force: bool,
+    /// Valid beside memories it contradicts: keep both, flagged as conflicting.
+    #[arg(long)]
+    parallel: bool,
     /// Items per call into the component when reading a file.
     #[arg(long, default_value_t = 32)]
     batch: usize,
@@ -197,6 +223,9 @@ struct RecallArgs {
     /// Token budget of the prompt block.
     #[arg(long)]
     prompt_tokens: Option<u32>,
+    /// Also recall superseded and merged memories.
+    #[arg(long)]
+    include_superseded: bool,
 }
 
 fn main() -> ExitCode {
@@ -363,6 +392,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 min_score: args.min_score,
                 prompt_tokens: args.prompt_tokens,
                 vector: None,
+                include_superseded: args.include_superseded,
             };
             let result = engine(host.recall(&g.bank, &query))?;
             if g.verbose {
@@ -376,8 +406,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 for (i, r) in result.items.iter().enumerate() {
                     let s = &r.score;
+                    let mut flags = Vec::new();
+                    if r.memory.status != hindsight::types::Status::Active {
+                        flags.push(convert::status_name(r.memory.status).to_string());
+                    }
+                    if !r.conflicting.is_empty() {
+                        flags.push(format!("conflicts with {}", r.conflicting.join(", ")));
+                    }
+                    if r.possibly_stale {
+                        flags.push("possibly stale".into());
+                    }
+                    let flags =
+                        if flags.is_empty() { String::new() } else { format!("  [{}]", flags.join("; ")) };
                     println!(
-                        "{}. [{:.3}] {}  ({})\n   semantic {:.3}  lexical {:.3}  recency {:.3}  confidence {:.3}  importance {:.3}  task {:.3}",
+                        "{}. [{:.3}] {}  ({}){flags}\n   semantic {:.3}  lexical {:.3}  recency {:.3}  confidence {:.3}  importance {:.3}  task {:.3}  source {:.3}",
                         i + 1,
                         s.total,
                         r.memory.content,
@@ -387,7 +429,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         s.recency,
                         s.confidence,
                         s.importance,
-                        s.task_match
+                        s.task_match,
+                        s.source
                     );
                 }
                 println!("\n{}", result.prompt);
@@ -431,6 +474,83 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 "embedding_model": s.embedding_model, "dimension": s.dimension, "sequence": s.sequence,
             });
             print_json_or(&g, v.clone(), || serde_json::to_string_pretty(&v).unwrap());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Feedback { ids, outcome, now } => {
+            let ids = convert::split_list(&ids);
+            let outcome = convert::parse_feedback(&outcome)?;
+            let now = now.as_deref().map(|t| convert::parse_time("now", t)).transpose()?;
+            let mut host = open_host(&g, &g.db)?;
+            let memories = engine(host.feedback(&g.bank, &ids, outcome, now))?;
+            let v = json!({"outcome": convert::feedback_name(outcome), "memories": memories.iter().map(convert::memory_json).collect::<Vec<_>>()});
+            print_json_or(&g, v, || {
+                memories
+                    .iter()
+                    .map(|m| {
+                        format!(
+                            "{}  confidence {:.3}  used {} times  {}",
+                            m.id, m.confidence, m.access_count, m.content
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::History { id } => {
+            let mut host = open_host(&g, &g.db)?;
+            let entries = engine(host.history(&g.bank, &id))?;
+            let v =
+                json!({"id": id, "entries": entries.iter().map(convert::history_json).collect::<Vec<_>>()});
+            print_json_or(&g, v, || {
+                entries
+                    .iter()
+                    .map(|e| {
+                        let other = e.other.as_deref().map(|o| format!(" by {o}")).unwrap_or_default();
+                        format!(
+                            "{}  {:<10} {}{other}  [{}, confidence {:.2}]  {}",
+                            convert::format_time(e.at),
+                            convert::history_event_name(e.event),
+                            e.memory.id,
+                            convert::status_name(e.memory.status),
+                            e.memory.confidence,
+                            e.memory.content
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Maintain { now } => {
+            let now = now.as_deref().map(|t| convert::parse_time("now", t)).transpose()?;
+            let mut host = open_host(&g, &g.db)?;
+            let started = std::time::Instant::now();
+            let report = engine(host.maintain(&g.bank, now))?;
+            let seconds = started.elapsed().as_secs_f64();
+            let mut v = convert::maintain_json(&report);
+            v["seconds"] = json!((seconds * 1000.0).round() / 1000.0);
+            print_json_or(&g, v.clone(), || {
+                let mut lines = vec![format!(
+                    "active {} -> {}; decayed {}, weakened {}, archived {}, merged {} ({seconds:.2} s)",
+                    report.active_before,
+                    report.active_after,
+                    report.decayed,
+                    report.weakened,
+                    v["archived"],
+                    v["merged"]
+                )];
+                for s in &report.steps {
+                    let into = s.into.as_deref().map(|i| format!(" into {i}")).unwrap_or_default();
+                    lines.push(format!(
+                        "  {} {}{into}: {}",
+                        convert::maintain_action_name(s.action),
+                        s.id,
+                        s.reason
+                    ));
+                }
+                lines.join("\n")
+            });
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -482,14 +602,13 @@ fn retain_one(g: &Global, args: RetainArgs) -> anyhow::Result<ExitCode> {
         at: args.at,
         valid_until: args.valid_until,
         meta: Some(meta),
+        force: args.force,
+        parallel: args.parallel,
     };
     let item = line.into_new_memory()?;
     let mut host = open_host(g, &g.db)?;
     let outcome = engine(host.retain(&g.bank, &[item], None))?.remove(0);
-    let action = convert::action_name(outcome.action);
-    print_json_or(g, json!({"id": outcome.id, "action": action, "reason": outcome.reason}), || {
-        format!("{} {} ({})", action, outcome.id, outcome.reason)
-    });
+    print_json_or(g, convert::outcome_json(&outcome), || convert::outcome_text(&outcome));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -574,12 +693,9 @@ impl FileRetain<'_> {
                     let mut out = std::io::stdout().lock();
                     for ((line, _), o) in self.pending.iter().zip(&outcomes) {
                         if self.g.json {
-                            let action = convert::action_name(o.action);
-                            writeln!(
-                                out,
-                                "{}",
-                                json!({"line": line, "id": o.id, "action": action, "reason": o.reason})
-                            )?;
+                            let mut ack = convert::outcome_json(o);
+                            ack["line"] = json!(line);
+                            writeln!(out, "{ack}")?;
                         }
                     }
                     out.flush()?;

@@ -480,6 +480,24 @@ impl Host {
         self.with_bank(bank, |b, store, h| b.call_stats(store, h))
     }
 
+    pub fn feedback(
+        &mut self,
+        bank: &str,
+        ids: &[String],
+        outcome: types::FeedbackOutcome,
+        now: Option<i64>,
+    ) -> CallResult<Vec<types::Memory>> {
+        self.with_bank(bank, |b, store, h| b.call_feedback(store, h, ids, outcome, now))
+    }
+
+    pub fn history(&mut self, bank: &str, id: &str) -> CallResult<Vec<types::HistoryEntry>> {
+        self.with_bank(bank, |b, store, h| b.call_history(store, h, id))
+    }
+
+    pub fn maintain(&mut self, bank: &str, now: Option<i64>) -> CallResult<types::MaintainReport> {
+        self.with_bank(bank, |b, store, h| b.call_maintain(store, h, now))
+    }
+
     /// Bytes of linear memory the live instance has grown to (0 without one).
     pub fn guest_memory_bytes(&self) -> usize {
         self.instance.as_ref().map_or(0, |inst| inst.store.data().limits.memory_bytes)

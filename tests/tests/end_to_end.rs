@@ -49,7 +49,7 @@ fn hard_forget_leaves_no_byte_of_the_content_in_the_database_file() {
     let mut items: Vec<_> = UNRELATED.iter().map(|t| item(t)).collect();
     items.push(item(secret));
     let outcomes = host.retain("agent", &items, Some(NOW)).unwrap();
-    let id = outcomes.last().unwrap().id.clone();
+    let id = outcomes.last().unwrap().id.clone().unwrap();
     kv.checkpoint().unwrap();
     let contains = |needle: &str| {
         let bytes = std::fs::read(&db).unwrap();
@@ -81,7 +81,7 @@ fn soft_forget_hides_until_restored() {
     let mut host = memory_host();
     let mut items: Vec<_> = UNRELATED.iter().map(|t| item(t)).collect();
     items.push(item(CSV_FIX));
-    let id = host.retain("agent", &items, Some(NOW)).unwrap().pop().unwrap().id;
+    let id = host.retain("agent", &items, Some(NOW)).unwrap().pop().unwrap().id.unwrap();
     host.forget("agent", &id, false, Some(NOW)).unwrap();
     assert!(!recall_texts(&mut host, "agent", "读取中文CSV乱码", 5).contains(&CSV_FIX.to_string()));
     let stats = host.stats("agent").unwrap();

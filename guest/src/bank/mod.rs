@@ -4,6 +4,10 @@
 //! record (JSON), `v/<id>` its vector (little-endian f32). Indexes live in memory and are rebuilt
 //! from these on open, so nothing derived from content is stored twice.
 
+mod lifecycle;
+mod retain;
+mod state;
+
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -11,23 +15,39 @@ use serde::{Deserialize, Serialize};
 
 use crate::embed_api::TextEmbedder;
 use crate::error::{Error, Result};
-use crate::index::VectorIndex;
-use crate::lexical::LexicalIndex;
+use crate::llm::Llm;
 use crate::prompt;
-use crate::record::{Kind, Memory, NewMemory, Scope, ScopeLevel, Status, Timestamp};
+use crate::record::{Kind, Memory, Scope, ScopeLevel, Status, Timestamp, DAY_MS};
 use crate::score::{self, Bounds, Evidence, Score};
-use crate::settings::{LexicalSettings, Settings};
+use crate::settings::Settings;
 use crate::store::{scan_all, Op, Store};
+pub use lifecycle::{
+    FeedbackOutcome, HistoryEntry, HistoryEvent, MaintainAction, MaintainReport, MaintainStep,
+};
+use state::State;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetainAction {
+    /// A new memory (possibly standing beside ones it conflicts with: see `related`).
     Created,
+    /// A duplicate: the existing memory `id` was reinforced, nothing new stored.
+    Reinforced,
+    /// Close to the existing memory `id`, which absorbed it; `related` is the item's own
+    /// record, kept with status merged.
+    Merged,
+    /// A new memory `id` that replaced `related` (and any others its reason lists).
+    Superseded,
+    /// Dropped by the write filter; the reason says why. `force` stores it anyway.
+    Filtered,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetainOutcome {
-    pub id: String,
+    /// The memory the item ended up in; none when it was filtered out.
+    pub id: Option<String>,
     pub action: RetainAction,
+    /// The other memory involved: superseded, merged record, or conflicting one.
+    pub related: Option<String>,
     pub reason: String,
 }
 
@@ -44,12 +64,18 @@ pub struct RecallQuery {
     pub prompt_tokens: Option<u32>,
     /// The query's vector, when the caller has it; skips embedding.
     pub vector: Option<Vec<f32>>,
+    /// Also recall memories that were superseded or merged (never archived ones).
+    pub include_superseded: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recalled {
     pub memory: Memory,
     pub score: Score,
+    /// Active memories that say otherwise and are kept beside this one.
+    pub conflicting: Vec<String>,
+    /// Old (by `recall.stale_after_days`) yet recalled: the prompt block says so.
+    pub possibly_stale: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -79,122 +105,12 @@ struct Meta {
     created_at: Timestamp,
 }
 
-/// The in-memory image of the bank's store keys, at sequence `applied`.
-struct State {
-    applied: u64,
-    has_meta: bool,
-    slots: Vec<Option<Memory>>,
-    by_id: HashMap<String, u32>,
-    free: Vec<u32>,
-    vectors: VectorIndex,
-    lexical: LexicalIndex,
-}
-
-impl State {
-    fn empty(dim: usize) -> State {
-        State {
-            applied: 0,
-            has_meta: false,
-            slots: Vec::new(),
-            by_id: HashMap::new(),
-            free: Vec::new(),
-            vectors: VectorIndex::new(dim),
-            lexical: LexicalIndex::new(),
-        }
-    }
-
-    fn memory(&self, id: &str) -> Option<&Memory> {
-        self.by_id.get(id).and_then(|&s| self.slots[s as usize].as_ref())
-    }
-
-    /// Places a memory and its vector; its keyword document is built by `index_lexical` once
-    /// the memories it may draw context from are in place too.
-    fn insert(&mut self, memory: Memory, vector: &[f32]) -> u32 {
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                self.slots.push(None);
-                (self.slots.len() - 1) as u32
-            }
-        };
-        self.vectors.insert(slot, vector);
-        self.by_id.insert(memory.id.clone(), slot);
-        self.slots[slot as usize] = Some(memory);
-        slot
-    }
-
-    /// The ids of the memories a memory follows in its sequence, nearest first, at most `n`.
-    fn predecessors(&self, memory: &Memory, n: u32) -> Vec<&Memory> {
-        let mut out = Vec::new();
-        let mut next = memory.follows.as_deref();
-        while let Some(id) = next {
-            if out.len() as u32 >= n {
-                break;
-            }
-            let Some(prev) = self.memory(id) else { break };
-            out.push(prev);
-            next = prev.follows.as_deref();
-        }
-        out
-    }
-
-    /// The keyword document of a memory: its content, the words of its date (month and year)
-    /// when dates are indexed, and the content of the memories just before it in its sequence.
-    fn index_lexical(&mut self, slot: u32, settings: &LexicalSettings) {
-        let Some(memory) = self.slots[slot as usize].as_ref() else { return };
-        let mut doc = memory.content.clone();
-        if settings.index_dates {
-            doc.push(' ');
-            doc.push_str(&prompt::month_year(memory.occurred_at));
-        }
-        for prev in self.predecessors(memory, settings.context_previous) {
-            doc.push(' ');
-            doc.push_str(&prev.content);
-        }
-        self.lexical.insert(slot, &doc);
-    }
-
-    /// Replaces a record whose indexed content is unchanged.
-    fn update(&mut self, memory: Memory) {
-        if let Some(&slot) = self.by_id.get(&memory.id) {
-            self.slots[slot as usize] = Some(memory);
-        }
-    }
-
-    /// Removes a memory from every index and its words from the documents that drew on it;
-    /// `relinked` are its successors' records, already pointing past it.
-    fn remove(&mut self, id: &str, relinked: Vec<Memory>, settings: &LexicalSettings) {
-        let Some(slot) = self.by_id.get(id).copied() else { return };
-        // Found through the old links, before `relinked` replaces them.
-        let dependents: Vec<u32> = self
-            .by_id
-            .values()
-            .copied()
-            .filter(|&s| {
-                self.slots[s as usize].as_ref().is_some_and(|m| {
-                    self.predecessors(m, settings.context_previous).iter().any(|p| p.id == id)
-                })
-            })
-            .collect();
-        for m in relinked {
-            self.update(m);
-        }
-        self.by_id.remove(id);
-        self.vectors.remove(slot);
-        self.lexical.remove(slot);
-        self.slots[slot as usize] = None;
-        self.free.push(slot);
-        for s in dependents {
-            self.index_lexical(s, settings);
-        }
-    }
-}
-
 pub struct Bank {
     id: String,
     prefix: String,
     store: Box<dyn Store>,
     embedder: Rc<dyn TextEmbedder>,
+    llm: Rc<dyn Llm>,
     settings: Rc<Settings>,
     state: State,
     ids_made: u64,
@@ -217,6 +133,7 @@ impl Bank {
         id: &str,
         store: Box<dyn Store>,
         embedder: Rc<dyn TextEmbedder>,
+        llm: Rc<dyn Llm>,
         settings: Rc<Settings>,
     ) -> Result<Bank> {
         validate_bank_id(id)?;
@@ -226,6 +143,7 @@ impl Bank {
             prefix: format!("b/{id}/"),
             store,
             embedder,
+            llm,
             settings,
             state: State::empty(dim),
             ids_made: 0,
@@ -337,6 +255,16 @@ impl Bank {
         Ok(())
     }
 
+    /// Commits, or on failure puts the in-memory state back to what the store holds (callers
+    /// that changed the state ahead of the commit use this).
+    fn commit_or_reload(&mut self, ops: Vec<Op>, now: Timestamp) -> Result<()> {
+        let result = self.commit(ops, now);
+        if result.is_err() {
+            self.reload()?;
+        }
+        result
+    }
+
     fn put_memory(&self, memory: &Memory) -> Op {
         Op::Put(self.key(&format!("m/{}", memory.id)), serde_json::to_vec(memory).expect("memory serialises"))
     }
@@ -349,72 +277,6 @@ impl Bank {
         hasher.write_i64(now);
         let random = hasher.finish() as u32;
         format!("m{:011x}{:08x}", (now.max(0) as u64) & 0xfff_ffff_ffff, random)
-    }
-
-    pub fn retain(&mut self, items: Vec<NewMemory>, now: Timestamp) -> Result<Vec<RetainOutcome>> {
-        let limits = &self.settings.limits;
-        if items.is_empty() {
-            return Err(Error::invalid("items", "must hold at least one item"));
-        }
-        if items.len() > limits.max_items_per_retain {
-            return Err(Error::Limit(format!(
-                "items: {} in one call; the limit is {}",
-                items.len(),
-                limits.max_items_per_retain
-            )));
-        }
-        self.sync()?;
-        let dim = self.embedder.dimension();
-        let mut memories = Vec::with_capacity(items.len());
-        let mut vectors: Vec<Option<Vec<f32>>> = Vec::with_capacity(items.len());
-        for (i, mut item) in items.into_iter().enumerate() {
-            let given = item
-                .vector
-                .take()
-                .map(|v| checked_vector(v, dim))
-                .transpose()
-                .map_err(|e| e.within(format!("items[{i}]")))?;
-            let id = self.new_id(now);
-            let mut memory = item
-                .into_memory(id, now, &self.settings, self.embedder.model_id())
-                .map_err(|e| e.within(format!("items[{i}]")))?;
-            // Items retained together in one scope are a sequence, e.g. turns of a conversation.
-            if let Some(prev) = memories.last().filter(|p: &&Memory| p.scope == memory.scope) {
-                memory.follows = Some(prev.id.clone());
-            }
-            memories.push(memory);
-            vectors.push(given);
-        }
-        // One batched model run for every item that brought no vector.
-        let missing: Vec<usize> = (0..memories.len()).filter(|&i| vectors[i].is_none()).collect();
-        let texts: Vec<&str> = missing.iter().map(|&i| memories[i].content.as_str()).collect();
-        if !texts.is_empty() {
-            for (i, v) in missing.iter().zip(self.embedder.embed_batch(&texts)?) {
-                vectors[*i] = Some(v);
-            }
-        }
-        let vectors: Vec<Vec<f32>> =
-            vectors.into_iter().map(|v| v.expect("every item has a vector")).collect();
-        let mut ops = Vec::with_capacity(memories.len() * 2 + 2);
-        for (m, v) in memories.iter().zip(&vectors) {
-            ops.push(self.put_memory(m));
-            ops.push(Op::Put(self.key(&format!("v/{}", m.id)), encode_vector(v)));
-        }
-        self.commit(ops, now)?;
-        let mut outcomes = Vec::with_capacity(memories.len());
-        let mut slots = Vec::with_capacity(memories.len());
-        for (m, v) in memories.into_iter().zip(vectors) {
-            outcomes.push(RetainOutcome {
-                id: m.id.clone(),
-                action: RetainAction::Created,
-                reason: "new memory".into(),
-            });
-            slots.push(self.state.insert(m, &v));
-        }
-        for slot in slots {
-            self.state.index_lexical(slot, &self.settings.lexical);
-        }
-        Ok(outcomes)
     }
 
     pub fn recall(&mut self, q: RecallQuery) -> Result<RecallResult> {
@@ -447,7 +309,8 @@ impl Bank {
             let Some(m) = state.slots[slot as usize].as_ref() else {
                 return false;
             };
-            m.status == Status::Active
+            (m.status == Status::Active
+                || (q.include_superseded && matches!(m.status, Status::Superseded | Status::Merged)))
                 && m.valid_until.is_none_or(|until| until > now)
                 && (q.kinds.is_empty() || q.kinds.contains(&m.kind))
                 && (q.tags.is_empty() || q.tags.iter().any(|t| m.tags.contains(t)))
@@ -484,12 +347,21 @@ impl Bank {
         ranked.truncate(k as usize);
 
         // Being recalled is use: record it, in one commit.
+        let stale_ms = (settings.recall.stale_after_days as f64 * DAY_MS as f64) as i64;
         let mut items = Vec::with_capacity(ranked.len());
         for (slot, score) in ranked {
             let mut m = state.slots[slot as usize].clone().expect("ranked slots are live");
             m.access_count = m.access_count.saturating_add(1);
             m.last_accessed_at = Some(now);
-            items.push(Recalled { memory: m, score });
+            m.decay_periods = 0;
+            let conflicting = m
+                .conflicts_with
+                .iter()
+                .filter(|id| state.memory(id).is_some_and(Memory::is_active))
+                .cloned()
+                .collect();
+            let possibly_stale = now.saturating_sub(m.occurred_at) > stale_ms;
+            items.push(Recalled { memory: m, score, conflicting, possibly_stale });
         }
         if !items.is_empty() {
             let ops = items.iter().map(|r| self.put_memory(&r.memory)).collect();
@@ -499,8 +371,7 @@ impl Bank {
             }
         }
         let budget = q.prompt_tokens.unwrap_or(self.settings.recall.prompt_tokens) as usize;
-        let refs: Vec<&Memory> = items.iter().map(|r| &r.memory).collect();
-        let prompt = prompt::block(&refs, budget);
+        let prompt = prompt::block(&items, budget);
         Ok(RecallResult { items, prompt })
     }
 
@@ -622,5 +493,6 @@ fn decode_vector(bytes: &[u8]) -> Vec<f32> {
 }
 
 #[cfg(test)]
-#[path = "bank_tests.rs"]
+mod lifecycle_tests;
+#[cfg(test)]
 mod tests;

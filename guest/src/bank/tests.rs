@@ -2,26 +2,28 @@ use std::rc::Rc;
 
 use super::*;
 use crate::embed_api::HashEmbedder;
+use crate::llm::NoLlm;
 use crate::record::{Kind, NewMemory, Source, DAY_MS};
 use crate::store::MemStore;
 
-const NOW: Timestamp = 1_767_225_600_000; // 2026-01-01
+pub(super) const NOW: Timestamp = 1_767_225_600_000; // 2026-01-01
 
-fn open(store: &Rc<MemStore>) -> Bank {
+pub(super) fn open(store: &Rc<MemStore>) -> Bank {
     Bank::open(
         "test",
         Box::new(store.clone()),
         Rc::new(HashEmbedder { dimension: 64 }),
+        Rc::new(NoLlm),
         Rc::new(Settings::default()),
     )
     .unwrap()
 }
 
-fn query(text: &str) -> RecallQuery {
+pub(super) fn query(text: &str) -> RecallQuery {
     RecallQuery { query: text.into(), k: Some(3), now: NOW, ..Default::default() }
 }
 
-fn texts(result: &RecallResult) -> Vec<&str> {
+pub(super) fn texts(result: &RecallResult) -> Vec<&str> {
     result.items.iter().map(|r| r.memory.content.as_str()).collect()
 }
 
@@ -34,7 +36,7 @@ fn seed(bank: &mut Bank) -> Vec<String> {
     bank.retain(items.iter().map(|t| NewMemory::text(*t)).collect(), NOW)
         .unwrap()
         .into_iter()
-        .map(|o| o.id)
+        .map(|o| o.id.unwrap())
         .collect()
 }
 
@@ -46,7 +48,7 @@ fn retained_memories_are_recalled_best_first_with_a_breakdown() {
     let result = bank.recall(query("CSV encoding with pandas")).unwrap();
     assert_eq!(texts(&result)[0], "pandas read_csv needs encoding utf-8-sig for Chinese CSV files");
     let s = result.items[0].score;
-    let sum = s.semantic + s.lexical + s.recency + s.confidence + s.importance + s.task_match;
+    let sum = s.semantic + s.lexical + s.recency + s.confidence + s.importance + s.task_match + s.source;
     assert!((s.total - sum).abs() < 1e-5);
     assert!(s.lexical > 0.0 && s.semantic > 0.0);
     assert!(result.prompt.contains("utf-8-sig"), "{}", result.prompt);
@@ -190,11 +192,13 @@ fn recency_and_confidence_break_ties_between_equal_matches() {
         vec![
             NewMemory {
                 occurred_at: Some(NOW - 300 * DAY_MS),
+                force: true,
                 ..NewMemory::text("deploy with blue green switch")
             },
             NewMemory {
                 occurred_at: Some(NOW - DAY_MS),
                 source: Some(Source::UserExplicit),
+                force: true,
                 ..NewMemory::text("deploy with blue green switch!")
             },
         ],
@@ -221,6 +225,7 @@ fn bad_queries_are_named() {
         "a/b",
         Box::new(store.clone()),
         Rc::new(HashEmbedder { dimension: 8 }),
+        Rc::new(NoLlm),
         Rc::new(Settings::default())
     )
     .is_err());
@@ -235,6 +240,7 @@ fn banks_sharing_a_store_do_not_see_each_other() {
         "other",
         Box::new(store.clone()),
         Rc::new(HashEmbedder { dimension: 64 }),
+        Rc::new(NoLlm),
         Rc::new(Settings::default()),
     )
     .unwrap();
@@ -253,7 +259,8 @@ fn a_caller_vector_is_used_as_given_after_checks() {
     let id =
         bank.retain(vec![NewMemory { vector: Some(v.clone()), ..NewMemory::text("alpha") }], NOW).unwrap()[0]
             .id
-            .clone();
+            .clone()
+            .unwrap();
     assert_eq!(bank.state.vectors.get(bank.state.by_id[&id]).unwrap()[5], 1.0, "normalised");
     let err =
         bank.retain(vec![NewMemory { vector: Some(vec![1.0; 3]), ..NewMemory::text("b") }], NOW).unwrap_err();
@@ -278,7 +285,7 @@ fn a_reply_is_found_by_the_words_of_the_turn_before_it() {
         )
         .unwrap()
         .into_iter()
-        .map(|o| o.id)
+        .map(|o| o.id.unwrap())
         .collect();
     let hits = bank.recall(RecallQuery { k: Some(3), ..query("pottery") }).unwrap();
     assert!(texts(&hits).contains(&"Caroline: yes, last week, it was great"), "{:?}", texts(&hits));

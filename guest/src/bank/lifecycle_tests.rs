@@ -1,0 +1,433 @@
+//! One test per lifecycle rule: write filter, dedup, merge, conflict, feedback, decay, expiry,
+//! capacity. Time is passed in; the LLM, where one is needed, is scripted.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::tests::{open, query, texts, NOW};
+use super::*;
+use crate::embed_api::HashEmbedder;
+use crate::llm::{LlmError, LlmRequest, LlmResponse, NoLlm};
+use crate::record::{NewMemory, DAY_MS};
+use crate::store::MemStore;
+
+fn retain_one(bank: &mut Bank, item: NewMemory, now: Timestamp) -> RetainOutcome {
+    bank.retain(vec![item], now).unwrap().remove(0)
+}
+
+fn semantic(text: &str) -> NewMemory {
+    NewMemory { kind: Some(Kind::Semantic), ..NewMemory::text(text) }
+}
+
+fn open_with(store: &Rc<MemStore>, llm: Rc<dyn Llm>, settings: Settings) -> Bank {
+    // Wide enough that the hashed test embedder rarely puts two different words in one slot.
+    Bank::open(
+        "test",
+        Box::new(store.clone()),
+        Rc::new(HashEmbedder { dimension: 1024 }),
+        llm,
+        Rc::new(settings),
+    )
+    .unwrap()
+}
+
+/// Answers every call with the next scripted text and records the requests.
+struct Scripted {
+    answers: RefCell<Vec<std::result::Result<String, LlmError>>>,
+    requests: RefCell<Vec<LlmRequest>>,
+}
+
+impl Scripted {
+    fn new(answers: Vec<std::result::Result<&str, LlmError>>) -> Rc<Scripted> {
+        Rc::new(Scripted {
+            answers: RefCell::new(answers.into_iter().rev().map(|a| a.map(str::to_string)).collect()),
+            requests: RefCell::new(Vec::new()),
+        })
+    }
+}
+
+impl Llm for Scripted {
+    fn complete(&self, request: &LlmRequest) -> std::result::Result<LlmResponse, LlmError> {
+        self.requests.borrow_mut().push(request.clone());
+        let answer =
+            self.answers.borrow_mut().pop().unwrap_or(Err(LlmError::Failed("script ran out".into())));
+        answer.map(|text| LlmResponse { text, prompt_tokens: 10, completion_tokens: 5 })
+    }
+}
+
+#[test]
+fn a_changed_preference_supersedes_the_old_one() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let java = retain_one(&mut bank, semantic("user prefers Java"), NOW);
+    let java_id = java.id.clone().unwrap();
+    let java_confidence = bank.get(&java_id).unwrap().confidence;
+    let python = retain_one(&mut bank, semantic("user now prefers Python"), NOW + DAY_MS);
+    assert_eq!(python.action, RetainAction::Superseded, "{python:?}");
+    assert_eq!(python.related.as_deref(), Some(java_id.as_str()));
+    let python_id = python.id.unwrap();
+
+    let hits = bank.recall(query("which language does the user prefer")).unwrap();
+    assert_eq!(texts(&hits), vec!["user now prefers Python"]);
+    let old = bank.get(&java_id).unwrap();
+    assert_eq!(old.status, Status::Superseded);
+    assert_eq!(old.superseded_by.as_deref(), Some(python_id.as_str()));
+    assert!((old.confidence - java_confidence / 2.0).abs() < 1e-6);
+
+    let history = bank.history(&python_id).unwrap();
+    let events: Vec<(HistoryEvent, &str)> = history.iter().map(|e| (e.event, e.memory.id.as_str())).collect();
+    assert_eq!(
+        events,
+        vec![
+            (HistoryEvent::Created, java_id.as_str()),
+            (HistoryEvent::Created, python_id.as_str()),
+            (HistoryEvent::Superseded, java_id.as_str()),
+        ]
+    );
+    assert_eq!(history[2].at, NOW + DAY_MS);
+    assert_eq!(bank.history(&java_id).unwrap(), history, "the same chain from either end");
+
+    let all = bank.recall(RecallQuery { include_superseded: true, ..query("user prefers") }).unwrap();
+    assert_eq!(all.items.len(), 2);
+    assert!(all.prompt.contains("superseded, no longer current"), "{}", all.prompt);
+}
+
+#[test]
+fn a_parallel_memory_stands_beside_the_one_it_contradicts() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let first = retain_one(&mut bank, semantic("export jobs should use the bulk API"), NOW).id.unwrap();
+    let second = retain_one(
+        &mut bank,
+        NewMemory { parallel: true, ..semantic("export jobs should not use the bulk API") },
+        NOW,
+    );
+    assert_eq!(second.action, RetainAction::Created);
+    assert_eq!(second.related.as_deref(), Some(first.as_str()));
+    let hits = bank.recall(query("export jobs bulk API")).unwrap();
+    assert_eq!(hits.items.len(), 2);
+    assert!(hits.items.iter().all(|r| !r.conflicting.is_empty()));
+    assert!(hits.prompt.contains("judge by the situation"), "{}", hits.prompt);
+}
+
+#[test]
+fn an_llm_that_says_both_hold_keeps_both() {
+    let store = Rc::new(MemStore::new());
+    let llm = Scripted::new(vec![
+        Ok(r#"{"scores": [{"item": 0, "importance": 7}]}"#),
+        Ok(r#"{"verdict": "both-valid", "reason": "different regions"}"#),
+    ]);
+    let mut bank = open_with(&store, llm.clone(), Settings::default());
+    bank.retain(vec![NewMemory { force: true, ..semantic("deploy on Fridays is fine") }], NOW).unwrap();
+    let out = retain_one(&mut bank, semantic("deploy on Fridays is not fine"), NOW);
+    assert_eq!(out.action, RetainAction::Created, "{out:?}");
+    assert_eq!(llm.requests.borrow()[1].operation, "conflict");
+    assert_eq!(bank.stats().unwrap().active, 2);
+}
+
+#[test]
+fn the_same_fact_three_times_is_one_reinforced_memory() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let text = "the staging database lives on host db-stage-2";
+    let first = retain_one(&mut bank, semantic(text), NOW);
+    let c0 = bank.get(first.id.as_ref().unwrap()).unwrap().confidence;
+    for day in 1..=2 {
+        let again = retain_one(&mut bank, semantic(text), NOW + day * DAY_MS);
+        assert_eq!(again.action, RetainAction::Reinforced);
+        assert_eq!(again.id, first.id);
+    }
+    assert_eq!(bank.stats().unwrap().total, 1);
+    let m = bank.get(first.id.as_ref().unwrap()).unwrap();
+    assert_eq!((m.access_count, m.reinforcements), (2, 2));
+    assert!((m.confidence - (c0 + 0.1)).abs() < 1e-5, "{}", m.confidence);
+    assert_eq!(m.last_accessed_at, Some(NOW + 2 * DAY_MS));
+}
+
+#[test]
+fn a_close_memory_of_the_same_kind_is_merged() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let base = "alpha beta gamma delta epsilon zeta eta theta iota kappa";
+    let first = retain_one(
+        &mut bank,
+        NewMemory { importance: Some(0.3), ..semantic(&format!("{base} lambda")) },
+        NOW,
+    );
+    let second = retain_one(
+        &mut bank,
+        NewMemory { importance: Some(0.9), ..semantic(&format!("{base} omicron")) },
+        NOW,
+    );
+    assert_eq!(second.action, RetainAction::Merged, "{second:?}");
+    assert_eq!(second.id, first.id);
+    let survivor = bank.get(first.id.as_ref().unwrap()).unwrap();
+    assert_eq!(survivor.importance, 0.9);
+    let absorbed = bank.get(second.related.as_ref().unwrap()).unwrap();
+    assert_eq!(absorbed.status, Status::Merged);
+    assert_eq!(absorbed.superseded_by, first.id);
+    let history = bank.history(first.id.as_ref().unwrap()).unwrap();
+    assert!(history.iter().any(|e| e.event == HistoryEvent::Merged && e.other == first.id));
+    // A different kind is not merged.
+    let third = retain_one(
+        &mut bank,
+        NewMemory { kind: Some(Kind::Procedural), ..NewMemory::text(&format!("{base} sigma")) },
+        NOW,
+    );
+    assert_eq!(third.action, RetainAction::Created);
+}
+
+#[test]
+fn filler_is_filtered_with_its_reason_and_force_stores_it() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let out = bank
+        .retain(
+            vec![
+                NewMemory::text("好的"),
+                NewMemory::text("ok, thanks!"),
+                NewMemory::text("never deploy on Fridays"),
+            ],
+            NOW,
+        )
+        .unwrap();
+    assert_eq!(out[0].action, RetainAction::Filtered);
+    assert_eq!(out[0].id, None);
+    assert!(out[0].reason.starts_with("filler"), "{}", out[0].reason);
+    assert_eq!(out[1].action, RetainAction::Filtered);
+    assert_eq!(out[2].action, RetainAction::Created);
+    assert!(out[2].reason.contains("constraint"), "{}", out[2].reason);
+    let kept = bank.get(out[2].id.as_ref().unwrap()).unwrap();
+    assert!(kept.has_tag("constraint"));
+    assert_eq!(bank.stats().unwrap().total, 1);
+
+    let forced = retain_one(&mut bank, NewMemory { force: true, ..NewMemory::text("好的") }, NOW);
+    assert_eq!(forced.action, RetainAction::Created);
+    assert_eq!(bank.get(forced.id.as_ref().unwrap()).unwrap().content, "好的");
+}
+
+#[test]
+fn repeats_within_one_call_are_filtered() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let out = bank
+        .retain(vec![NewMemory::text("build with --release"), NewMemory::text("Build with --release.")], NOW)
+        .unwrap();
+    assert_eq!(out[1].action, RetainAction::Filtered);
+    assert!(out[1].reason.contains("items[0]"), "{}", out[1].reason);
+}
+
+#[test]
+fn an_llm_scores_importance_and_low_scores_are_dropped() {
+    let store = Rc::new(MemStore::new());
+    let llm = Scripted::new(vec![Ok(
+        "```json\n{\"scores\":[{\"item\":0,\"importance\":3},{\"item\":1,\"importance\":8}]}\n```",
+    )]);
+    let mut bank = open_with(&store, llm.clone(), Settings::default());
+    let out = bank
+        .retain(
+            vec![
+                NewMemory::text("the weather was nice during the run"),
+                NewMemory::text("the export job needs 4 GB of memory"),
+                NewMemory::text("always gzip the export"),
+            ],
+            NOW,
+        )
+        .unwrap();
+    assert_eq!(out[0].action, RetainAction::Filtered);
+    assert!(out[0].reason.contains("importance 3/10"), "{}", out[0].reason);
+    assert_eq!(out[1].action, RetainAction::Created);
+    assert_eq!(bank.get(out[1].id.as_ref().unwrap()).unwrap().importance, 0.8);
+    assert_eq!(out[2].action, RetainAction::Created, "a rule keeps a constraint without asking");
+    let asked = &llm.requests.borrow()[0];
+    assert_eq!(asked.operation, "importance");
+    assert!(!asked.prompt.contains("gzip"));
+}
+
+#[test]
+fn unusable_llm_output_keeps_the_items_and_says_so() {
+    let store = Rc::new(MemStore::new());
+    let llm = Scripted::new(vec![Ok("I think they are all quite important!")]);
+    let mut bank = open_with(&store, llm, Settings::default());
+    let out = retain_one(&mut bank, NewMemory::text("the export job needs 4 GB of memory"), NOW);
+    assert_eq!(out.action, RetainAction::Created);
+    assert!(out.reason.contains("importance not scored") && out.reason.contains("no JSON"), "{}", out.reason);
+}
+
+#[test]
+fn feedback_moves_confidence_by_outcome() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let out = bank
+        .retain(
+            vec![
+                NewMemory { confidence: Some(0.93), ..semantic("retry uploads with backoff") },
+                NewMemory { confidence: Some(0.15), ..semantic("use the v1 endpoint for reports") },
+                NewMemory { confidence: Some(0.8), ..semantic("the cache lives in redis") },
+            ],
+            NOW,
+        )
+        .unwrap();
+    let ids: Vec<String> = out.into_iter().map(|o| o.id.unwrap()).collect();
+    let later = NOW + 5 * DAY_MS;
+    let m = bank.feedback(&ids[..1], FeedbackOutcome::Success, later).unwrap().remove(0);
+    assert_eq!((m.confidence, m.access_count, m.last_accessed_at), (0.95, 1, Some(later)));
+    let m = bank.feedback(&ids[1..2], FeedbackOutcome::Failure, later).unwrap().remove(0);
+    assert_eq!(m.confidence, 0.1);
+    let m = bank.feedback(&ids[2..3], FeedbackOutcome::Correction, later).unwrap().remove(0);
+    assert_eq!(m.confidence, 0.4);
+    let err = bank.feedback(&[ids[0].clone(), "nope".into()], FeedbackOutcome::Failure, later).unwrap_err();
+    assert!(matches!(err, Error::NotFound(_)));
+    assert_eq!(bank.get(&ids[0]).unwrap().confidence, 0.95, "a failed call changes nothing");
+    assert_eq!(open(&store).get(&ids[2]).unwrap().confidence, 0.4, "committed");
+}
+
+#[test]
+fn maintain_decays_confidence_for_each_idle_period_once() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let id = retain_one(
+        &mut bank,
+        NewMemory { confidence: Some(0.8), ..semantic("the cache lives in redis") },
+        NOW,
+    )
+    .id
+    .unwrap();
+    let report = bank.maintain(NOW + 180 * DAY_MS).unwrap();
+    assert_eq!(report.decayed, 1);
+    let expected = 0.8 * 0.9f32.powi(6);
+    assert!((bank.get(&id).unwrap().confidence - expected).abs() < 1e-5);
+    // Running again the same day decays nothing more.
+    bank.maintain(NOW + 181 * DAY_MS).unwrap();
+    assert!((bank.get(&id).unwrap().confidence - expected).abs() < 1e-5);
+    assert!((open(&store).get(&id).unwrap().confidence - expected).abs() < 1e-5, "committed");
+}
+
+#[test]
+fn an_idle_low_confidence_memory_is_archived_and_restorable() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let id = retain_one(
+        &mut bank,
+        NewMemory { confidence: Some(0.25), ..semantic("the cache lives in redis") },
+        NOW,
+    )
+    .id
+    .unwrap();
+    let kept =
+        retain_one(&mut bank, NewMemory { confidence: Some(0.25), ..semantic("never log tokens") }, NOW)
+            .id
+            .unwrap();
+    let report = bank.maintain(NOW + 61 * DAY_MS).unwrap();
+    assert_eq!(report.steps.len(), 1, "{report:?}");
+    assert_eq!(report.steps[0].id, id);
+    assert!(report.steps[0].reason.contains("unused for 61 days"), "{:?}", report.steps[0]);
+    assert_eq!(bank.get(&kept).unwrap().status, Status::Active, "constraints do not decay");
+    assert!(bank.recall(query("cache redis")).unwrap().items.iter().all(|r| r.memory.id != id));
+    assert_eq!(bank.restore(&id, NOW + 62 * DAY_MS).unwrap().status, Status::Active);
+}
+
+#[test]
+fn never_recalled_episodes_lose_weight_then_are_archived() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let id = retain_one(
+        &mut bank,
+        NewMemory { importance: Some(0.6), ..NewMemory::text("ran the nightly export") },
+        NOW,
+    )
+    .id
+    .unwrap();
+    let report = bank.maintain(NOW + 31 * DAY_MS).unwrap();
+    assert_eq!(report.weakened, 1);
+    assert!((bank.get(&id).unwrap().importance - 0.3).abs() < 1e-6);
+    bank.maintain(NOW + 45 * DAY_MS).unwrap();
+    assert!((bank.get(&id).unwrap().importance - 0.3).abs() < 1e-6, "weakened once");
+    let report = bank.maintain(NOW + 61 * DAY_MS).unwrap();
+    assert_eq!(report.steps[0].action, MaintainAction::Archived);
+    assert_eq!(bank.get(&id).unwrap().status, Status::Archived);
+}
+
+#[test]
+fn expired_memories_are_archived() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let id = retain_one(
+        &mut bank,
+        NewMemory { valid_until: Some(NOW + DAY_MS), ..semantic("the API is in maintenance") },
+        NOW,
+    )
+    .id
+    .unwrap();
+    assert!(bank.maintain(NOW).unwrap().steps.is_empty());
+    let report = bank.maintain(NOW + 2 * DAY_MS).unwrap();
+    assert!(report.steps[0].reason.starts_with("expired"), "{report:?}");
+    assert_eq!(bank.get(&id).unwrap().status, Status::Archived);
+}
+
+#[test]
+fn capacity_archives_the_lowest_composite_scores() {
+    let store = Rc::new(MemStore::new());
+    let mut settings = Settings::default();
+    settings.maintain.capacity = 100;
+    let mut bank = open_with(&store, Rc::new(NoLlm), settings);
+    let items: Vec<NewMemory> = (0..120)
+        .map(|i| NewMemory {
+            importance: Some(if i < 20 { 0.05 } else { 0.9 }),
+            ..semantic(&format!("service {i} listens on port {}", 8000 + i))
+        })
+        .collect();
+    let out = bank.retain(items, NOW).unwrap();
+    let created = out.iter().filter(|o| o.action == RetainAction::Created).count();
+    assert_eq!(created, 120);
+    let report = bank.maintain(NOW + DAY_MS).unwrap();
+    assert_eq!((report.active_before, report.active_after), (120, 100));
+    assert_eq!(bank.stats().unwrap().active, 100);
+    let archived: Vec<&str> = report.steps.iter().map(|s| s.id.as_str()).collect();
+    for s in &report.steps {
+        assert!(bank.get(&s.id).unwrap().importance < 0.1, "{s:?}");
+    }
+    assert_eq!(archived.len(), 20);
+}
+
+#[test]
+fn maintain_merges_near_duplicates_that_slipped_in() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    let text = "the staging database lives on host db-stage-2";
+    let out = bank
+        .retain(
+            vec![NewMemory { force: true, ..semantic(text) }, NewMemory { force: true, ..semantic(text) }],
+            NOW,
+        )
+        .unwrap();
+    assert_eq!(bank.stats().unwrap().active, 2);
+    let report = bank.maintain(NOW).unwrap();
+    assert_eq!(report.steps.len(), 1);
+    assert_eq!(report.steps[0].action, MaintainAction::Merged);
+    assert_eq!(bank.stats().unwrap().active, 1);
+    let into = report.steps[0].into.clone().unwrap();
+    assert!(out.iter().any(|o| o.id.as_ref() == Some(&into)));
+}
+
+#[test]
+fn recall_marks_old_memories_as_possibly_stale() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    bank.retain(
+        vec![
+            NewMemory {
+                occurred_at: Some(NOW - 400 * DAY_MS),
+                importance: Some(1.0),
+                ..semantic("the VPN needs the legacy client")
+            },
+            NewMemory { occurred_at: Some(NOW - DAY_MS), ..semantic("the VPN config lives in the wiki") },
+        ],
+        NOW,
+    )
+    .unwrap();
+    let hits = bank.recall(query("VPN")).unwrap();
+    let stale: Vec<bool> = hits.items.iter().map(|r| r.possibly_stale).collect();
+    assert_eq!(stale.iter().filter(|s| **s).count(), 1);
+    assert!(hits.prompt.contains("possibly stale] the VPN needs the legacy client"), "{}", hits.prompt);
+}
