@@ -147,9 +147,12 @@ impl Statement {
             stripped = stripped.replace(p, " ");
         }
         stripped.retain(|c| !NEGATION_CJK.contains(&c));
+        // Values as the tokenizer spells them too ("Jenkins" → "jenkin").
+        let value_terms: HashSet<String> =
+            values.iter().flat_map(|v| tokenize(v)).chain(values.iter().cloned()).collect();
         let frame = tokenize(&stripped)
             .into_iter()
-            .filter(|t| !values.contains(t))
+            .filter(|t| !value_terms.contains(t))
             .filter(|t| !NEGATION.contains(&t.as_str()))
             .filter(|t| !t.chars().any(|c| c.is_ascii_digit()))
             .collect();
@@ -220,6 +223,14 @@ mod tests {
             Some(Difference::ChangeWord)
         );
         assert_eq!(verdict("用户现在改成喜欢Python", "用户喜欢Java", false), Some(Difference::ChangeWord));
+        assert_eq!(
+            verdict(
+                "The team now deploys with GitHub Actions instead",
+                "The team deploys with Jenkins",
+                false
+            ),
+            Some(Difference::ChangeWord)
+        );
     }
 
     #[test]

@@ -267,6 +267,18 @@ pub fn size_bench(
     }
     let guest_memory = host.guest_memory_bytes();
 
+    // Maintenance on the same bank, and recall (no embedding) again after it.
+    let t = Instant::now();
+    let report = ok(host.maintain("bench", None))?;
+    let maintain_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let mut after: Vec<Duration> = Vec::new();
+    for i in 0..runs {
+        let (text, vector) = pick(i);
+        let t = Instant::now();
+        ok(host.recall("bench", &query(text, Some(vector.clone()))))?;
+        after.push(t.elapsed());
+    }
+
     // The same core, natively, over an in-memory store.
     let embedder = std::rc::Rc::new(GivenVectors { dim: base[0].1.len(), id: "bench".into() });
     let engine = hindsight_guest::Engine::with_embedder(embedder, hindsight_guest::Settings::default());
@@ -307,6 +319,10 @@ pub fn size_bench(
         "bytes_per_memory": bytes as f64 / size as f64,
         "guest_memory_mib": guest_memory as f64 / (1 << 20) as f64,
         "hnsw_recall_at_10": Value::Null,
+        "maintain_ms": maintain_ms,
+        "maintain_merged": report.steps.iter().filter(|s| s.action == crate::types::MaintainAction::Merged).count(),
+        "maintain_archived": report.steps.iter().filter(|s| s.action == crate::types::MaintainAction::Archived).count(),
+        "recall_noembed_p50_after_maintain_ms": percentile(&mut after, 0.5),
     }))
 }
 

@@ -191,3 +191,49 @@ fn eval_reports_recall_at_k_in_the_documented_json() {
     assert_eq!(v["per_category"]["4"]["1"], 100.0, "{v}");
     assert!(v["per_category"]["5"].is_object() && v["seconds"].is_number(), "{v}");
 }
+
+#[test]
+fn feedback_history_maintain_and_superseded_recall_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cli.db");
+    let retain = |text: &str, at: &str| {
+        stdout_json(&hindsight(&db, &["retain", "--text", text, "--kind", "semantic", "--at", at, "--json"]))
+    };
+    let old = retain("The team deploys with Jenkins", "2026-01-01");
+    let new = retain("The team now deploys with GitHub Actions instead", "2026-02-01");
+    assert_eq!(new["action"], "superseded", "{new}");
+    assert_eq!(new["related"], old["id"]);
+    let (old_id, new_id) = (old["id"].as_str().unwrap(), new["id"].as_str().unwrap());
+
+    let recall = |extra: &[&str]| {
+        let mut args = vec!["recall", "--query", "how does the team deploy", "--now", "2026-02-02", "--json"];
+        args.extend_from_slice(extra);
+        let v = stdout_json(&hindsight(&db, &args));
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["id"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(recall(&[]), vec![new_id.to_string()]);
+    assert_eq!(recall(&["--include-superseded"]).len(), 2);
+
+    let history = stdout_json(&hindsight(&db, &["history", old_id, "--json"]));
+    let events: Vec<&str> =
+        history["entries"].as_array().unwrap().iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(events, vec!["created", "created", "superseded"]);
+
+    let fb = stdout_json(&hindsight(
+        &db,
+        &["feedback", "--ids", new_id, "--outcome", "correction", "--now", "2026-02-03", "--json"],
+    ));
+    assert_eq!(fb["memories"][0]["confidence"], 0.35);
+    let bad = hindsight(&db, &["feedback", "--ids", new_id, "--outcome", "great"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("outcome: unknown value"));
+
+    let report = stdout_json(&hindsight(&db, &["maintain", "--now", "2027-12-01", "--json"]));
+    assert_eq!(report["archived"], 1, "{report}");
+    assert_eq!(report["steps"][0]["id"], new_id);
+    assert!(report["seconds"].is_number());
+}

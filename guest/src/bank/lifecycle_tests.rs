@@ -171,7 +171,7 @@ fn a_close_memory_of_the_same_kind_is_merged() {
     // A different kind is not merged.
     let third = retain_one(
         &mut bank,
-        NewMemory { kind: Some(Kind::Procedural), ..NewMemory::text(&format!("{base} sigma")) },
+        NewMemory { kind: Some(Kind::Procedural), ..NewMemory::text(format!("{base} sigma")) },
         NOW,
     );
     assert_eq!(third.action, RetainAction::Created);
