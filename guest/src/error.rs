@@ -9,6 +9,8 @@ pub enum Error {
     Model(String),
     Limit(String),
     Corrupt(String),
+    /// The language model was needed and is unavailable, failed, or answered unusably.
+    Llm(String),
 }
 
 impl Error {
@@ -24,7 +26,8 @@ impl Error {
             | Error::Store(m)
             | Error::Model(m)
             | Error::Limit(m)
-            | Error::Corrupt(m) => m,
+            | Error::Corrupt(m)
+            | Error::Llm(m) => m,
         }
     }
 
@@ -46,6 +49,7 @@ impl fmt::Display for Error {
             Error::Model(_) => "model error",
             Error::Limit(_) => "limit exceeded",
             Error::Corrupt(_) => "corrupt data",
+            Error::Llm(_) => "language model error",
         };
         write!(f, "{kind}: {}", self.message())
     }

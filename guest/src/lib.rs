@@ -16,13 +16,15 @@ pub mod record;
 pub mod score;
 pub mod settings;
 pub mod store;
+pub mod task;
 
 #[cfg(target_arch = "wasm32")]
 mod wit_glue;
 
 pub use bank::{
-    Bank, FeedbackOutcome, HistoryEntry, HistoryEvent, MaintainAction, MaintainReport, MaintainStep,
-    RecallQuery, RecallResult, Recalled, RetainAction, RetainOutcome, Stats,
+    Bank, DistillMethod, Distilled, FeedbackOutcome, HistoryEntry, HistoryEvent, MaintainAction,
+    MaintainReport, MaintainStep, RecallQuery, RecallResult, Recalled, RetainAction, RetainOutcome, Stats,
+    TaskEnd,
 };
 pub use engine::Engine;
 pub use error::{Error, Result};

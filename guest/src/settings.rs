@@ -16,6 +16,7 @@ pub struct Settings {
     pub write: WriteSettings,
     pub feedback: FeedbackSettings,
     pub maintain: MaintainSettings,
+    pub distill: DistillSettings,
 }
 
 /// What a retained item gets for a field it leaves unset.
@@ -235,6 +236,58 @@ impl Default for FeedbackSettings {
     }
 }
 
+/// Hindsight at the task boundary: when a task is worth distilling, and what is kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DistillSettings {
+    /// Distil when the task has more steps than this, or more tool calls than `min_tool_calls`,
+    /// or the user asked to remember (or the caller forces it).
+    pub min_steps: u32,
+    pub min_tool_calls: u32,
+    /// At most this many memories from one task.
+    pub max_memories: u32,
+    /// The LLM's items under this confidence are dropped.
+    pub min_confidence: f32,
+    /// The task types the LLM may assign (anything else becomes the task's own type).
+    pub task_types: Vec<String>,
+    /// A transient failure (timeout, rate limit, network) is kept only as an episodic memory
+    /// of this importance that expires after this many days.
+    pub transient_importance: f32,
+    pub transient_ttl_days: f32,
+    /// Token budget of the distillation answer.
+    pub max_tokens: u32,
+    /// Episodes a consolidation looks at, newest first.
+    pub consolidate_max_episodes: u32,
+}
+
+impl Default for DistillSettings {
+    fn default() -> Self {
+        DistillSettings {
+            min_steps: 5,
+            min_tool_calls: 3,
+            max_memories: 5,
+            min_confidence: 0.7,
+            task_types: [
+                "coding",
+                "data-cleaning",
+                "data-analysis",
+                "research",
+                "writing",
+                "ops",
+                "support",
+                "other",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            transient_importance: 0.3,
+            transient_ttl_days: 7.0,
+            max_tokens: 800,
+            consolidate_max_episodes: 200,
+        }
+    }
+}
+
 /// `maintain`: decay, archiving, expiry, capacity and late merging.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -410,6 +463,15 @@ impl Settings {
             ("maintain.merge_cosine", m.merge_cosine),
         ] {
             unit(field, v)?;
+        }
+        let d = &self.distill;
+        unit("distill.min_confidence", d.min_confidence)?;
+        unit("distill.transient_importance", d.transient_importance)?;
+        if !(d.transient_ttl_days.is_finite() && d.transient_ttl_days > 0.0) {
+            return Err(Error::invalid("settings.distill.transient_ttl_days", "must be a number > 0"));
+        }
+        if d.task_types.is_empty() {
+            return Err(Error::invalid("settings.distill.task_types", "must list at least one task type"));
         }
         if wr.merge_cosine > wr.dedup_cosine {
             return Err(Error::invalid("settings.write.merge_cosine", "must not exceed write.dedup_cosine"));

@@ -19,7 +19,7 @@ fn semantic(text: &str) -> NewMemory {
     NewMemory { kind: Some(Kind::Semantic), ..NewMemory::text(text) }
 }
 
-fn open_with(store: &Rc<MemStore>, llm: Rc<dyn Llm>, settings: Settings) -> Bank {
+pub(super) fn open_with(store: &Rc<MemStore>, llm: Rc<dyn Llm>, settings: Settings) -> Bank {
     // Wide enough that the hashed test embedder rarely puts two different words in one slot.
     Bank::open(
         "test",
@@ -32,13 +32,13 @@ fn open_with(store: &Rc<MemStore>, llm: Rc<dyn Llm>, settings: Settings) -> Bank
 }
 
 /// Answers every call with the next scripted text and records the requests.
-struct Scripted {
+pub(super) struct Scripted {
     answers: RefCell<Vec<std::result::Result<String, LlmError>>>,
-    requests: RefCell<Vec<LlmRequest>>,
+    pub(super) requests: RefCell<Vec<LlmRequest>>,
 }
 
 impl Scripted {
-    fn new(answers: Vec<std::result::Result<&str, LlmError>>) -> Rc<Scripted> {
+    pub(super) fn new(answers: Vec<std::result::Result<&str, LlmError>>) -> Rc<Scripted> {
         Rc::new(Scripted {
             answers: RefCell::new(answers.into_iter().rev().map(|a| a.map(str::to_string)).collect()),
             requests: RefCell::new(Vec::new()),

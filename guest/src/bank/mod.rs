@@ -4,6 +4,7 @@
 //! record (JSON), `v/<id>` its vector (little-endian f32). Indexes live in memory and are rebuilt
 //! from these on open, so nothing derived from content is stored twice.
 
+mod hindsight;
 mod lifecycle;
 mod retain;
 mod state;
@@ -21,6 +22,7 @@ use crate::record::{Kind, Memory, Scope, ScopeLevel, Status, Timestamp, DAY_MS};
 use crate::score::{self, Bounds, Evidence, Score};
 use crate::settings::Settings;
 use crate::store::{scan_all, Op, Store};
+pub use hindsight::{DistillMethod, Distilled, TaskEnd};
 pub use lifecycle::{
     FeedbackOutcome, HistoryEntry, HistoryEvent, MaintainAction, MaintainReport, MaintainStep,
 };
@@ -492,6 +494,8 @@ fn decode_vector(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
+#[cfg(test)]
+mod hindsight_tests;
 #[cfg(test)]
 mod lifecycle_tests;
 #[cfg(test)]
