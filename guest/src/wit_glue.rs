@@ -1,6 +1,7 @@
 //! The component boundary: WIT types in, core types out, and back. Nothing else lives here.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 wit_bindgen::generate!({
@@ -13,7 +14,7 @@ use hindsight::memory::llm as wit_llm;
 use hindsight::memory::store as wit_store;
 use hindsight::memory::types as t;
 
-use crate::{bank, llm, record, store, Error};
+use crate::{bank, llm, record, store, task, Error};
 
 struct Component;
 
@@ -22,11 +23,18 @@ export!(Component);
 impl wit::Guest for Component {
     type Engine = EngineResource;
     type Bank = BankResource;
+    type Task = TaskResource;
 }
 
 pub struct EngineResource(crate::Engine);
 
-pub struct BankResource(RefCell<crate::Bank>);
+/// Shared with the bank's task resources, which act on it.
+pub struct BankResource(Rc<RefCell<crate::Bank>>);
+
+pub struct TaskResource {
+    bank: Rc<RefCell<crate::Bank>>,
+    id: String,
+}
 
 /// The host's store, reached through the `store` import.
 struct HostStore;
@@ -105,7 +113,7 @@ impl wit::GuestEngine for EngineResource {
 
     fn open_bank(&self, id: String) -> Result<wit::Bank, t::Error> {
         let bank = self.0.open_bank(&id, Box::new(HostStore))?;
-        Ok(wit::Bank::new(BankResource(RefCell::new(bank))))
+        Ok(wit::Bank::new(BankResource(Rc::new(RefCell::new(bank)))))
     }
 }
 
@@ -117,15 +125,7 @@ impl wit::GuestBank for BankResource {
     fn retain(&self, items: Vec<t::NewMemory>, now: Option<i64>) -> Result<Vec<t::RetainOutcome>, t::Error> {
         let items = items.into_iter().map(new_memory_in).collect();
         let outcomes = self.0.borrow_mut().retain(items, now_or_clock(now))?;
-        Ok(outcomes
-            .into_iter()
-            .map(|o| t::RetainOutcome {
-                id: o.id,
-                action: action_out(o.action),
-                related: o.related,
-                reason: o.reason,
-            })
-            .collect())
+        Ok(outcomes.into_iter().map(outcome_out).collect())
     }
 
     fn recall(&self, q: t::RecallQuery) -> Result<t::RecallResult, t::Error> {
@@ -223,6 +223,30 @@ impl wit::GuestBank for BankResource {
             .collect())
     }
 
+    fn begin_task(
+        &self,
+        goal: String,
+        task_type: Option<String>,
+        now: Option<i64>,
+    ) -> Result<wit::Task, t::Error> {
+        let task = self.0.borrow_mut().begin_task(&goal, task_type, now_or_clock(now))?;
+        Ok(wit::Task::new(TaskResource { bank: self.0.clone(), id: task.id }))
+    }
+
+    fn resume_task(&self, id: String) -> Result<wit::Task, t::Error> {
+        let task = self.0.borrow().task(&id)?;
+        Ok(wit::Task::new(TaskResource { bank: self.0.clone(), id: task.id }))
+    }
+
+    fn tasks(&self, include_ended: bool) -> Result<Vec<t::TaskState>, t::Error> {
+        Ok(self.0.borrow().tasks(include_ended)?.into_iter().map(task_out).collect())
+    }
+
+    fn consolidate(&self, since: Option<i64>, now: Option<i64>) -> Result<Vec<t::Distilled>, t::Error> {
+        let items = self.0.borrow_mut().consolidate(since, now_or_clock(now))?;
+        Ok(items.into_iter().map(distilled_out).collect())
+    }
+
     fn maintain(&self, now: Option<i64>) -> Result<t::MaintainReport, t::Error> {
         let r = self.0.borrow_mut().maintain(now_or_clock(now))?;
         Ok(t::MaintainReport {
@@ -244,6 +268,106 @@ impl wit::GuestBank for BankResource {
     }
 }
 
+impl wit::GuestTask for TaskResource {
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    fn state(&self) -> Result<t::TaskState, t::Error> {
+        Ok(task_out(self.bank.borrow().task(&self.id)?))
+    }
+
+    fn update(
+        &self,
+        update: t::TaskUpdate,
+        expected_version: Option<u32>,
+        now: Option<i64>,
+    ) -> Result<t::TaskState, t::Error> {
+        let now = now_or_clock(now);
+        let update = match update {
+            t::TaskUpdate::Step(s) => task::TaskUpdate::Step(task::Step {
+                at: s.at,
+                kind: step_kind_in(s.kind),
+                text: s.text,
+                tool: s.tool,
+                error: s.error,
+            }),
+            t::TaskUpdate::Fact(x) => task::TaskUpdate::Fact(x),
+            t::TaskUpdate::Assumption(x) => task::TaskUpdate::Assumption(x),
+            t::TaskUpdate::Question(x) => task::TaskUpdate::Question(x),
+            t::TaskUpdate::Note(x) => task::TaskUpdate::Note(x),
+            t::TaskUpdate::CurrentStep(x) => task::TaskUpdate::CurrentStep(x),
+        };
+        Ok(task_out(self.bank.borrow_mut().update_task(&self.id, update, expected_version, now)?))
+    }
+
+    fn end(
+        &self,
+        outcome: t::TaskOutcome,
+        detail: Option<String>,
+        force_distil: bool,
+        now: Option<i64>,
+    ) -> Result<t::TaskEnd, t::Error> {
+        let end = self.bank.borrow_mut().end_task(
+            &self.id,
+            task_outcome_in(outcome),
+            detail,
+            force_distil,
+            now_or_clock(now),
+        )?;
+        Ok(t::TaskEnd {
+            task: task_out(end.task),
+            method: distill_method_out(end.method),
+            reason: end.reason,
+            items: end.items.into_iter().map(distilled_out).collect(),
+        })
+    }
+}
+
+fn outcome_out(o: bank::RetainOutcome) -> t::RetainOutcome {
+    t::RetainOutcome { id: o.id, action: action_out(o.action), related: o.related, reason: o.reason }
+}
+
+fn distilled_out(d: bank::Distilled) -> t::Distilled {
+    t::Distilled { content: d.content, kind: kind_out(d.kind), outcome: outcome_out(d.outcome) }
+}
+
+fn task_out(x: task::Task) -> t::TaskState {
+    let tool_calls = x
+        .tool_calls()
+        .into_iter()
+        .map(|c| t::ToolCall { tool: c.tool, input: c.input, result: c.result, error: c.error, at: c.at })
+        .collect();
+    t::TaskState {
+        id: x.id,
+        goal: x.goal,
+        task_type: x.task_type,
+        version: x.version,
+        started_at: x.started_at,
+        updated_at: x.updated_at,
+        confirmed_facts: x.confirmed_facts,
+        assumptions: x.assumptions,
+        open_questions: x.open_questions,
+        notes: x.notes,
+        current_step: x.current_step,
+        tool_calls,
+        steps: x
+            .steps
+            .into_iter()
+            .map(|s| t::Step {
+                at: s.at,
+                kind: step_kind_out(s.kind),
+                text: s.text,
+                tool: s.tool,
+                error: s.error,
+            })
+            .collect(),
+        ended_at: x.ended_at,
+        outcome: x.outcome.map(task_outcome_out),
+        detail: x.detail,
+    }
+}
+
 impl From<Error> for t::Error {
     fn from(e: Error) -> Self {
         match e {
@@ -253,6 +377,7 @@ impl From<Error> for t::Error {
             Error::Model(m) => t::Error::Model(m),
             Error::Limit(m) => t::Error::Limit(m),
             Error::Corrupt(m) => t::Error::Corrupt(m),
+            Error::Llm(m) => t::Error::Llm(m),
         }
     }
 }
@@ -304,6 +429,21 @@ enum_map!(
     bank::HistoryEvent,
     [Created, Superseded, Merged, Archived]
 );
+enum_map!(
+    step_kind_in,
+    step_kind_out,
+    t::StepKind,
+    task::StepKind,
+    [Thought, ToolCall, ToolResult, UserMessage, Answer]
+);
+enum_map!(
+    task_outcome_in,
+    task_outcome_out,
+    t::TaskOutcome,
+    task::TaskOutcome,
+    [Success, Failure, Interrupted]
+);
+enum_map!(distill_method_in, distill_method_out, t::DistillMethod, bank::DistillMethod, [Llm, Rules, None]);
 enum_map!(maintain_in, maintain_out, t::MaintainAction, bank::MaintainAction, [Archived, Merged]);
 
 fn scope_in(s: t::Scope) -> record::Scope {

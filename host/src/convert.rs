@@ -6,9 +6,9 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::types::{
-    FailureType, FeedbackOutcome, HistoryEntry, HistoryEvent, MaintainAction, MaintainReport, Memory,
-    MemoryKind, NewMemory, RecallQuery, Recalled, RetainAction, RetainOutcome, Scope, ScopeLevel, Score,
-    Source, Status,
+    DistillMethod, Distilled, FailureType, FeedbackOutcome, HistoryEntry, HistoryEvent, MaintainAction,
+    MaintainReport, Memory, MemoryKind, NewMemory, RecallQuery, Recalled, RetainAction, RetainOutcome, Scope,
+    ScopeLevel, Score, Source, Status, StepKind, TaskEnd, TaskOutcome, TaskState,
 };
 
 /// Names of a WIT enum's cases, as the CLI and JSON spell them.
@@ -91,6 +91,33 @@ names!(
     HistoryEvent,
     "event",
     [Created = "created", Superseded = "superseded", Merged = "merged", Archived = "archived"]
+);
+names!(
+    parse_step_kind,
+    step_kind_name,
+    StepKind,
+    "type",
+    [
+        Thought = "thought",
+        ToolCall = "tool-call",
+        ToolResult = "tool-result",
+        UserMessage = "user-message",
+        Answer = "answer"
+    ]
+);
+names!(
+    parse_task_outcome,
+    task_outcome_name,
+    TaskOutcome,
+    "outcome",
+    [Success = "success", Failure = "failure", Interrupted = "interrupted"]
+);
+names!(
+    parse_distill_method,
+    distill_method_name,
+    DistillMethod,
+    "method",
+    [Llm = "llm", Rules = "rules", None = "none"]
 );
 names!(
     parse_maintain_action,
@@ -335,6 +362,76 @@ pub fn outcome_text(o: &RetainOutcome) -> String {
         text.push_str(id);
     }
     format!("{text} ({})", o.reason)
+}
+
+pub fn task_json(t: &TaskState) -> Value {
+    json!({
+        "id": t.id,
+        "goal": t.goal,
+        "task_type": t.task_type,
+        "version": t.version,
+        "started_at": format_time(t.started_at),
+        "updated_at": format_time(t.updated_at),
+        "confirmed_facts": t.confirmed_facts,
+        "assumptions": t.assumptions,
+        "open_questions": t.open_questions,
+        "notes": t.notes,
+        "current_step": t.current_step,
+        "tool_calls": t.tool_calls.iter().map(|c| json!({
+            "tool": c.tool, "input": c.input, "result": c.result, "error": c.error, "at": format_time(c.at),
+        })).collect::<Vec<_>>(),
+        "steps": t.steps.iter().map(|s| json!({
+            "at": format_time(s.at), "type": step_kind_name(s.kind), "text": s.text, "tool": s.tool, "error": s.error,
+        })).collect::<Vec<_>>(),
+        "ended_at": t.ended_at.map(format_time),
+        "outcome": t.outcome.map(task_outcome_name),
+        "detail": t.detail,
+    })
+}
+
+pub fn task_text(t: &TaskState) -> String {
+    let mut lines = vec![format!("{}  v{}  {}", t.id, t.version, t.goal)];
+    for (title, list) in [
+        ("fact", &t.confirmed_facts),
+        ("assumption", &t.assumptions),
+        ("question", &t.open_questions),
+        ("note", &t.notes),
+    ] {
+        lines.extend(list.iter().map(|x| format!("  {title}: {x}")));
+    }
+    for s in &t.steps {
+        let tool = s.tool.as_deref().map(|t| format!(" [{t}]")).unwrap_or_default();
+        let error = if s.error { " (error)" } else { "" };
+        lines.push(format!("  {} {}{tool}{error}: {}", format_time(s.at), step_kind_name(s.kind), s.text));
+    }
+    if let Some(outcome) = t.outcome {
+        lines.push(format!(
+            "  ended: {}{}",
+            task_outcome_name(outcome),
+            t.detail.as_deref().map(|d| format!(" — {d}")).unwrap_or_default()
+        ));
+    }
+    lines.join("\n")
+}
+
+pub fn distilled_json(d: &Distilled) -> Value {
+    let mut v = outcome_json(&d.outcome);
+    v["content"] = json!(d.content);
+    v["kind"] = json!(kind_name(d.kind));
+    v
+}
+
+pub fn distilled_text(d: &Distilled) -> String {
+    format!("  {} [{}] {}", outcome_text(&d.outcome), kind_name(d.kind), d.content)
+}
+
+pub fn task_end_json(e: &TaskEnd) -> Value {
+    json!({
+        "task": task_json(&e.task),
+        "method": distill_method_name(e.method),
+        "reason": e.reason,
+        "items": e.items.iter().map(distilled_json).collect::<Vec<_>>(),
+    })
 }
 
 pub fn history_json(e: &HistoryEntry) -> Value {

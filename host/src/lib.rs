@@ -12,8 +12,10 @@ pub mod bench;
 pub mod convert;
 pub mod eval;
 pub mod kv;
+pub mod llm;
 pub mod models;
 pub mod runtime;
+pub mod scripted_llm;
 
 pub use bindings::hindsight::memory::types;
 pub use kv::{Kv, MemoryKv, SqliteKv};

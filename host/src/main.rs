@@ -51,6 +51,16 @@ struct Global {
     /// Deadline of one call into the component, in milliseconds.
     #[arg(long, global = true, default_value_t = 120_000)]
     deadline_ms: u64,
+    /// An OpenAI-compatible chat-completions endpoint (API base, e.g. http://127.0.0.1:8080/v1).
+    /// Other HINDSIGHT_LLM_* variables: see the README.
+    #[arg(long, global = true, env = "HINDSIGHT_LLM_URL", value_name = "URL")]
+    llm_url: Option<String>,
+    /// The model to ask.
+    #[arg(long, global = true, env = "HINDSIGHT_LLM_MODEL", value_name = "NAME")]
+    llm_model: Option<String>,
+    /// Bearer token for the endpoint.
+    #[arg(long, global = true, env = "HINDSIGHT_LLM_API_KEY", value_name = "KEY", hide_env_values = true)]
+    llm_api_key: Option<String>,
     /// Print load and instantiate timings to stderr.
     #[arg(long, global = true)]
     verbose: bool,
@@ -88,6 +98,17 @@ enum Command {
     },
     /// The chain of memories a memory replaced, absorbed, or was replaced by.
     History { id: String },
+    /// Working memory of a task, and hindsight when it ends.
+    Task {
+        #[command(subcommand)]
+        command: TaskCommand,
+    },
+    /// Induce semantic memories from recent episodes (needs an LLM).
+    Consolidate {
+        /// Episodes since (ISO 8601); default: all.
+        #[arg(long)]
+        since: Option<String>,
+    },
     /// Decay, archive, expire, merge late duplicates and enforce the capacity cap.
     Maintain {
         /// "Now" for ages (ISO 8601); defaults to the wall clock.
@@ -105,6 +126,76 @@ enum Command {
     Bench(BenchArgs),
     /// Retrieval recall@k on LoCoMo-style turns and questions (JSONL), through the component.
     Eval(EvalArgs),
+}
+
+#[derive(Subcommand)]
+enum TaskCommand {
+    /// Start a task; prints its id.
+    Begin {
+        #[arg(long)]
+        goal: String,
+        #[arg(long)]
+        task_type: Option<String>,
+    },
+    /// Log a step: thought, tool-call, tool-result, user-message or answer.
+    Step {
+        id: String,
+        #[arg(long = "type")]
+        kind: String,
+        #[arg(long)]
+        text: String,
+        /// The tool, for tool-call and tool-result.
+        #[arg(long)]
+        tool: Option<String>,
+        /// A tool result that is an error.
+        #[arg(long)]
+        error: bool,
+        #[command(flatten)]
+        version: ExpectVersion,
+    },
+    /// Record a confirmed fact.
+    Fact(TaskText),
+    /// Record an assumption.
+    Assume(TaskText),
+    /// Record an open question.
+    Question(TaskText),
+    /// Record a note.
+    Note(TaskText),
+    /// End the task (success, failure or interrupted) and distil it when worth it.
+    End {
+        id: String,
+        #[arg(long)]
+        outcome: String,
+        #[arg(long)]
+        detail: Option<String>,
+        /// Distil even a short task.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show a task's working memory.
+    Show { id: String },
+    /// List tasks, newest first.
+    List {
+        /// Include ended tasks.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+#[derive(Args)]
+struct TaskText {
+    id: String,
+    #[arg(long)]
+    text: String,
+    #[command(flatten)]
+    version: ExpectVersion,
+}
+
+#[derive(Args)]
+struct ExpectVersion {
+    /// Refuse the update unless the task is at this version.
+    #[arg(long)]
+    expect_version: Option<u32>,
 }
 
 #[derive(Subcommand)]
@@ -246,7 +337,21 @@ fn host_config(g: &Global) -> anyhow::Result<HostConfig> {
         }
         None => String::new(),
     };
+    let mut llm = hindsight::llm::LlmConfig::from_env()?;
+    if let Some(url) = &g.llm_url {
+        let config = llm.get_or_insert_with(|| hindsight::llm::LlmConfig::new(url.clone(), "default"));
+        config.url = url.clone();
+    }
+    if let Some(config) = llm.as_mut() {
+        if let Some(model) = &g.llm_model {
+            config.model = model.clone();
+        }
+        if let Some(key) = &g.llm_api_key {
+            config.api_key = Some(key.clone());
+        }
+    }
     Ok(HostConfig {
+        llm,
         component: g.component.clone(),
         memory_limit_bytes: g.memory_mib << 20,
         call_deadline: Duration::from_millis(g.deadline_ms),
@@ -468,10 +573,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|kc| (convert::kind_name(kc.kind).to_string(), json!(kc.count)))
                 .collect();
+            let usage = host.llm_usage()?;
             let v = json!({
                 "bank": s.bank, "total": s.total, "active": s.active, "archived": s.archived,
                 "superseded": s.superseded, "merged": s.merged, "active_by_kind": by_kind,
                 "embedding_model": s.embedding_model, "dimension": s.dimension, "sequence": s.sequence,
+                "llm_usage": usage,
             });
             print_json_or(&g, v.clone(), || serde_json::to_string_pretty(&v).unwrap());
             Ok(ExitCode::SUCCESS)
@@ -522,6 +629,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
             Ok(ExitCode::SUCCESS)
         }
+        Command::Task { command } => task(&g, command),
+        Command::Consolidate { since } => {
+            let since = since.as_deref().map(|t| convert::parse_time("since", t)).transpose()?;
+            let mut host = open_host(&g, &g.db)?;
+            let items = engine(host.consolidate(&g.bank, since, None))?;
+            let v = json!({"items": items.iter().map(convert::distilled_json).collect::<Vec<_>>()});
+            print_json_or(&g, v, || items.iter().map(convert::distilled_text).collect::<Vec<_>>().join("\n"));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Maintain { now } => {
             let now = now.as_deref().map(|t| convert::parse_time("now", t)).transpose()?;
             let mut host = open_host(&g, &g.db)?;
@@ -554,6 +670,60 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn task(g: &Global, command: TaskCommand) -> anyhow::Result<ExitCode> {
+    use hindsight::types::{Step, TaskUpdate};
+    let mut host = open_host(g, &g.db)?;
+    let (id, update, expected) = match command {
+        TaskCommand::Begin { goal, task_type } => {
+            let state = engine(host.task_begin(&g.bank, &goal, task_type.as_deref(), None))?;
+            print_json_or(g, convert::task_json(&state), || state.id.clone());
+            return Ok(ExitCode::SUCCESS);
+        }
+        TaskCommand::Show { id } => {
+            let state = engine(host.task_state(&g.bank, &id))?;
+            print_json_or(g, convert::task_json(&state), || convert::task_text(&state));
+            return Ok(ExitCode::SUCCESS);
+        }
+        TaskCommand::List { all } => {
+            let tasks = engine(host.tasks(&g.bank, all))?;
+            let v = json!({"tasks": tasks.iter().map(convert::task_json).collect::<Vec<_>>()});
+            print_json_or(g, v, || {
+                tasks
+                    .iter()
+                    .map(|t| {
+                        let state = t.outcome.map_or("open", convert::task_outcome_name);
+                        format!("{}  v{}  {:<11} {}", t.id, t.version, state, t.goal)
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+            return Ok(ExitCode::SUCCESS);
+        }
+        TaskCommand::End { id, outcome, detail, force } => {
+            let outcome = convert::parse_task_outcome(&outcome)?;
+            let end = engine(host.task_end(&g.bank, &id, outcome, detail.as_deref(), force, None))?;
+            print_json_or(g, convert::task_end_json(&end), || {
+                let mut lines = vec![format!("{} ended: {}", end.task.id, end.reason)];
+                lines.extend(end.items.iter().map(convert::distilled_text));
+                lines.join("\n")
+            });
+            return Ok(ExitCode::SUCCESS);
+        }
+        TaskCommand::Step { id, kind, text, tool, error, version } => {
+            let now = chrono::Utc::now().timestamp_millis();
+            let step = Step { at: now, kind: convert::parse_step_kind(&kind)?, text, tool, error };
+            (id, TaskUpdate::Step(step), version.expect_version)
+        }
+        TaskCommand::Fact(t) => (t.id, TaskUpdate::Fact(t.text), t.version.expect_version),
+        TaskCommand::Assume(t) => (t.id, TaskUpdate::Assumption(t.text), t.version.expect_version),
+        TaskCommand::Question(t) => (t.id, TaskUpdate::Question(t.text), t.version.expect_version),
+        TaskCommand::Note(t) => (t.id, TaskUpdate::Note(t.text), t.version.expect_version),
+    };
+    let state = engine(host.task_update(&g.bank, &id, &update, expected, None))?;
+    print_json_or(g, convert::task_json(&state), || format!("{} at version {}", state.id, state.version));
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_json_or(g: &Global, v: Value, human: impl FnOnce() -> String) {

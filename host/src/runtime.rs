@@ -22,6 +22,7 @@ use crate::bindings::exports::hindsight::memory::engine as guest;
 use crate::bindings::hindsight::memory::{llm, store, types};
 use crate::bindings::Memory as MemoryWorld;
 use crate::kv::{Kv, KvOp};
+use crate::llm::{LlmClient, LlmConfig};
 
 /// The component this host was built with.
 pub const BUILT_WASM: &[u8] = include_bytes!(env!("HINDSIGHT_WASM_PATH"));
@@ -41,6 +42,8 @@ pub struct HostConfig {
     pub call_deadline: Duration,
     /// Engine settings (JSON text).
     pub settings: String,
+    /// The language model lent to the engine; none: the engine's rule-based paths.
+    pub llm: Option<LlmConfig>,
 }
 
 impl Default for HostConfig {
@@ -53,6 +56,7 @@ impl Default for HostConfig {
             memory_limit_bytes: 1024 << 20,
             call_deadline: Duration::from_secs(120),
             settings: String::new(),
+            llm: None,
         }
     }
 }
@@ -80,6 +84,7 @@ impl std::fmt::Display for CallError {
                     types::Error::Model(m) => ("model error", m),
                     types::Error::Limit(m) => ("limit exceeded", m),
                     types::Error::Corrupt(m) => ("corrupt data", m),
+                    types::Error::Llm(m) => ("language model error", m),
                 };
                 write!(f, "{kind}: {msg}")
             }
@@ -97,6 +102,7 @@ pub struct HostState {
     table: ResourceTable,
     limits: Limits,
     kv: Arc<dyn Kv>,
+    llm: Option<Arc<LlmClient>>,
 }
 
 /// wasmtime's limits plus a record of how large linear memory has grown.
@@ -180,8 +186,11 @@ impl store::Host for HostState {
 }
 
 impl llm::Host for HostState {
-    fn complete(&mut self, _request: llm::Request) -> Result<llm::Response, llm::LlmError> {
-        Err(llm::LlmError::Unavailable("this host has no language model configured".into()))
+    fn complete(&mut self, request: llm::Request) -> Result<llm::Response, llm::LlmError> {
+        match &self.llm {
+            Some(client) => client.complete(&request),
+            None => Err(llm::LlmError::Unavailable("this host has no language model configured".into())),
+        }
     }
 }
 
@@ -193,11 +202,30 @@ struct Instance {
     banks: HashMap<String, ResourceAny>,
 }
 
+impl Instance {
+    /// The bank's resource, opened on first use and kept for the instance's life.
+    fn bank_handle(&mut self, bank: &str) -> wasmtime::Result<Result<ResourceAny, types::Error>> {
+        if let Some(h) = self.banks.get(bank) {
+            return Ok(Ok(*h));
+        }
+        let opened = self.world.hindsight_memory_engine().engine().call_open_bank(
+            &mut self.store,
+            self.engine,
+            bank,
+        )?;
+        if let Ok(h) = &opened {
+            self.banks.insert(bank.to_string(), *h);
+        }
+        Ok(opened)
+    }
+}
+
 pub struct Host {
     engine: Engine,
     component: Component,
     linker: Linker<HostState>,
     kv: Arc<dyn Kv>,
+    llm: Option<Arc<LlmClient>>,
     model: Arc<Vec<u8>>,
     tokenizer: Arc<Vec<u8>>,
     config: HostConfig,
@@ -332,11 +360,13 @@ impl Host {
                 }
             })?;
         }
+        let llm = config.llm.clone().map(|c| Arc::new(LlmClient::new(c, kv.clone())));
         Ok(Host {
             engine,
             component,
             linker,
             kv,
+            llm,
             model: Arc::new(model),
             tokenizer: Arc::new(tokenizer),
             config,
@@ -363,7 +393,13 @@ impl Host {
             .trap_on_grow_failure(true)
             .build();
         let limits = Limits { inner, memory_bytes: 0 };
-        let state = HostState { wasi, table: ResourceTable::new(), limits, kv: self.kv.clone() };
+        let state = HostState {
+            wasi,
+            table: ResourceTable::new(),
+            limits,
+            kv: self.kv.clone(),
+            llm: self.llm.clone(),
+        };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
         store.set_epoch_deadline(self.deadline_ticks());
@@ -410,25 +446,9 @@ impl Host {
             ResourceAny,
         ) -> wasmtime::Result<Result<T, types::Error>>,
     ) -> CallResult<T> {
-        self.with_instance(|inst| {
-            let handle = match inst.banks.get(bank) {
-                Some(h) => *h,
-                None => {
-                    let opened = inst.world.hindsight_memory_engine().engine().call_open_bank(
-                        &mut inst.store,
-                        inst.engine,
-                        bank,
-                    )?;
-                    match opened {
-                        Ok(h) => {
-                            inst.banks.insert(bank.to_string(), h);
-                            h
-                        }
-                        Err(e) => return Ok(Err(e)),
-                    }
-                }
-            };
-            f(&inst.world.hindsight_memory_engine().bank(), &mut inst.store, handle)
+        self.with_instance(|inst| match inst.bank_handle(bank)? {
+            Ok(handle) => f(&inst.world.hindsight_memory_engine().bank(), &mut inst.store, handle),
+            Err(e) => Ok(Err(e)),
         })
     }
 
@@ -496,6 +516,103 @@ impl Host {
 
     pub fn maintain(&mut self, bank: &str, now: Option<i64>) -> CallResult<types::MaintainReport> {
         self.with_bank(bank, |b, store, h| b.call_maintain(store, h, now))
+    }
+
+    /// Starts a task; returns its state (the task resource is released: resume by id).
+    pub fn task_begin(
+        &mut self,
+        bank: &str,
+        goal: &str,
+        task_type: Option<&str>,
+        now: Option<i64>,
+    ) -> CallResult<types::TaskState> {
+        self.with_instance(|inst| {
+            let handle = inst.bank_handle(bank)?;
+            let handle = match handle {
+                Ok(h) => h,
+                Err(e) => return Ok(Err(e)),
+            };
+            let api = inst.world.hindsight_memory_engine();
+            let task = match api.bank().call_begin_task(&mut inst.store, handle, goal, task_type, now)? {
+                Ok(t) => t,
+                Err(e) => return Ok(Err(e)),
+            };
+            let state = api.task().call_state(&mut inst.store, task);
+            task.resource_drop(&mut inst.store)?;
+            state
+        })
+    }
+
+    /// Runs `f` on the task `id` of `bank` (resumed from the store), then releases it.
+    fn with_task<T>(
+        &mut self,
+        bank: &str,
+        id: &str,
+        f: impl FnOnce(
+            &guest::GuestTask,
+            &mut Store<HostState>,
+            ResourceAny,
+        ) -> wasmtime::Result<Result<T, types::Error>>,
+    ) -> CallResult<T> {
+        self.with_instance(|inst| {
+            let handle = match inst.bank_handle(bank)? {
+                Ok(h) => h,
+                Err(e) => return Ok(Err(e)),
+            };
+            let api = inst.world.hindsight_memory_engine();
+            let task = match api.bank().call_resume_task(&mut inst.store, handle, id)? {
+                Ok(t) => t,
+                Err(e) => return Ok(Err(e)),
+            };
+            let result = f(&api.task(), &mut inst.store, task);
+            task.resource_drop(&mut inst.store)?;
+            result
+        })
+    }
+
+    pub fn task_state(&mut self, bank: &str, id: &str) -> CallResult<types::TaskState> {
+        self.with_task(bank, id, |t, store, h| t.call_state(store, h))
+    }
+
+    pub fn task_update(
+        &mut self,
+        bank: &str,
+        id: &str,
+        update: &types::TaskUpdate,
+        expected_version: Option<u32>,
+        now: Option<i64>,
+    ) -> CallResult<types::TaskState> {
+        self.with_task(bank, id, |t, store, h| t.call_update(store, h, update, expected_version, now))
+    }
+
+    pub fn task_end(
+        &mut self,
+        bank: &str,
+        id: &str,
+        outcome: types::TaskOutcome,
+        detail: Option<&str>,
+        force: bool,
+        now: Option<i64>,
+    ) -> CallResult<types::TaskEnd> {
+        self.with_task(bank, id, |t, store, h| t.call_end(store, h, outcome, detail, force, now))
+    }
+
+    pub fn tasks(&mut self, bank: &str, include_ended: bool) -> CallResult<Vec<types::TaskState>> {
+        self.with_bank(bank, |b, store, h| b.call_tasks(store, h, include_ended))
+    }
+
+    pub fn consolidate(
+        &mut self,
+        bank: &str,
+        since: Option<i64>,
+        now: Option<i64>,
+    ) -> CallResult<Vec<types::Distilled>> {
+        self.with_bank(bank, |b, store, h| b.call_consolidate(store, h, since, now))
+    }
+
+    /// LLM token usage by operation, from the store.
+    pub fn llm_usage(&self) -> anyhow::Result<std::collections::BTreeMap<String, crate::llm::Usage>> {
+        crate::llm::usage(&*self.kv)
     }
 
     /// Bytes of linear memory the live instance has grown to (0 without one).

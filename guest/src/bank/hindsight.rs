@@ -288,7 +288,7 @@ impl Bank {
             .iter()
             .map(|i| (i.content.clone(), i.kind.unwrap_or(self.settings.defaults.kind)))
             .collect();
-        let outcomes = self.retain(items, now)?;
+        let outcomes = self.retain_with(items, now, false)?;
         Ok(summary
             .into_iter()
             .zip(outcomes)
@@ -388,7 +388,7 @@ impl Bank {
         let summary: Vec<String> = items.iter().map(|i| i.content.clone()).collect();
         let mut out = Vec::new();
         if !items.is_empty() {
-            let outcomes = self.retain(items, now)?;
+            let outcomes = self.retain_with(items, now, false)?;
             out.extend(summary.into_iter().zip(outcomes).map(|(content, outcome)| Distilled {
                 content,
                 kind: Kind::Semantic,

@@ -42,6 +42,17 @@ enum Decision {
 
 impl Bank {
     pub fn retain(&mut self, items: Vec<NewMemory>, now: Timestamp) -> Result<Vec<RetainOutcome>> {
+        self.retain_with(items, now, true)
+    }
+
+    /// `ask_importance`: false for items an LLM has already judged (distilled, consolidated),
+    /// which then meet only the rules, dedup and conflict checks.
+    pub(super) fn retain_with(
+        &mut self,
+        items: Vec<NewMemory>,
+        now: Timestamp,
+        ask_importance: bool,
+    ) -> Result<Vec<RetainOutcome>> {
         let limits = &self.settings.limits;
         if items.is_empty() {
             return Err(Error::invalid("items", "must hold at least one item"));
@@ -56,7 +67,9 @@ impl Bank {
         self.sync()?;
         let mut pending = self.validate(items, now)?;
         self.apply_rules(&mut pending);
-        self.score_importance(&mut pending);
+        if ask_importance {
+            self.score_importance(&mut pending);
+        }
         self.embed_pending(&mut pending)?;
 
         let mut touched: BTreeMap<String, Memory> = BTreeMap::new();
