@@ -237,3 +237,61 @@ fn feedback_history_maintain_and_superseded_recall_from_the_command_line() {
     assert_eq!(report["steps"][0]["id"], new_id);
     assert!(report["seconds"].is_number());
 }
+
+#[test]
+fn a_task_from_the_command_line_ends_in_rule_based_memories_without_an_llm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cli.db");
+    let begun = stdout_json(&hindsight(
+        &db,
+        &["task", "begin", "--goal", "rotate the API keys", "--task-type", "ops", "--json"],
+    ));
+    let id = begun["id"].as_str().unwrap().to_string();
+    let step = |args: &[&str]| {
+        let mut all = vec!["task", "step", id.as_str()];
+        all.extend_from_slice(args);
+        all.push("--json");
+        stdout_json(&hindsight(&db, &all))
+    };
+    step(&["--type", "tool-call", "--text", "vault rotate payments", "--tool", "vault"]);
+    let twice = step(&["--type", "tool-call", "--text", "vault rotate payments", "--tool", "vault"]);
+    assert_eq!(twice["steps"].as_array().unwrap().len(), 1, "the same step twice is one step");
+    step(&[
+        "--type",
+        "tool-result",
+        "--text",
+        "permission denied: policy rotate-keys missing",
+        "--tool",
+        "vault",
+        "--error",
+    ]);
+    step(&["--type", "user-message", "--text", "remember this: payments keys rotate through the ops role"]);
+    let fact = stdout_json(&hindsight(
+        &db,
+        &["task", "fact", &id, "--text", "the ops role may rotate keys", "--json"],
+    ));
+    let version = fact["version"].as_u64().unwrap().to_string();
+    let stale = hindsight(&db, &["task", "note", &id, "--text", "x", "--expect-version", "1"]);
+    assert!(String::from_utf8_lossy(&stale.stderr).contains("version: stale"));
+    stdout_json(&hindsight(
+        &db,
+        &["task", "note", &id, "--text", "x", "--expect-version", &version, "--json"],
+    ));
+
+    let end = stdout_json(&hindsight(
+        &db,
+        &["task", "end", &id, "--outcome", "failure", "--detail", "no permission", "--json"],
+    ));
+    assert_eq!(end["method"], "rules", "{end}");
+    let items = end["items"].as_array().unwrap();
+    assert!(items.iter().any(|i| i["content"].as_str().unwrap().contains("permission denied")), "{end}");
+    assert!(items.iter().all(|i| i["action"] == "created"), "{end}");
+    let shown = stdout_json(&hindsight(&db, &["task", "show", &id, "--json"]));
+    assert_eq!(shown["outcome"], "failure");
+    let listed = stdout_json(&hindsight(&db, &["task", "list", "--all", "--json"]));
+    assert_eq!(listed["tasks"].as_array().unwrap().len(), 1);
+    let consolidate = hindsight(&db, &["consolidate"]);
+    assert!(String::from_utf8_lossy(&consolidate.stderr).contains("needs a language model"));
+    let stats = stdout_json(&hindsight(&db, &["stats", "--json"]));
+    assert!(stats["llm_usage"].is_object());
+}

@@ -311,11 +311,8 @@ impl Bank {
             .collect();
         episodes.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
         episodes.truncate(max);
-        if episodes.len() < 2 {
-            return Err(Error::invalid(
-                "since",
-                format!("{} episodes to consolidate; at least 2 are needed", episodes.len()),
-            ));
+        if episodes.is_empty() {
+            return Ok(Vec::new());
         }
         let mut prompt = String::from(
             "Below are an agent's recent experiences, numbered. Induce the stable facts, user preferences \
