@@ -169,28 +169,36 @@ impl LexicalIndex {
         limit: usize,
         eligible: impl Fn(u32) -> bool,
     ) -> Vec<(u32, f32)> {
-        let scores = self.scores(query, params, eligible);
-        let mut ranked: Vec<(u32, f32)> = scores.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut ranked = self.scores(query, params, eligible);
+        let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if ranked.len() > limit && limit > 0 {
+            ranked.select_nth_unstable_by(limit - 1, by_score);
+            ranked.truncate(limit);
+        }
+        ranked.sort_by(by_score);
         ranked.truncate(limit);
         ranked
     }
 
+    /// BM25 of every eligible slot sharing a term with the query. Scores add up in a dense
+    /// array (long posting lists make a hash map the bottleneck), and eligibility is checked
+    /// once per slot touched, not per posting.
     pub fn scores(
         &self,
         query: &str,
         params: &LexicalSettings,
         eligible: impl Fn(u32) -> bool,
-    ) -> HashMap<u32, f32> {
-        let mut scores: HashMap<u32, f32> = HashMap::new();
+    ) -> Vec<(u32, f32)> {
         if self.live_docs == 0 {
-            return scores;
+            return Vec::new();
         }
         let n = self.live_docs as f32;
         let avg_len = (self.total_len as f32 / n).max(1.0);
         let mut query_terms = tokenize(query);
         query_terms.sort();
         query_terms.dedup();
+        let mut acc: Vec<f32> = Vec::new();
+        let mut touched: Vec<u32> = Vec::new();
         for term in query_terms {
             let Some(&id) = self.term_ids.get(&term) else {
                 continue;
@@ -199,20 +207,24 @@ impl LexicalIndex {
             if postings.is_empty() {
                 continue;
             }
+            if acc.is_empty() {
+                acc = vec![0.0; self.docs.len()];
+            }
             let df = postings.len() as f32;
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let k1 = params.k1;
+            let (len_base, len_scale) = (k1 * (1.0 - params.b), k1 * params.b / avg_len);
             for &(slot, tf) in postings {
-                if !eligible(slot) {
-                    continue;
-                }
                 let len = self.docs[slot as usize].len as f32;
                 let tf = tf as f32;
-                let norm =
-                    tf * (params.k1 + 1.0) / (tf + params.k1 * (1.0 - params.b + params.b * len / avg_len));
-                *scores.entry(slot).or_insert(0.0) += idf * norm;
+                let cell = &mut acc[slot as usize];
+                if *cell == 0.0 {
+                    touched.push(slot);
+                }
+                *cell += idf * tf * (k1 + 1.0) / (tf + len_base + len_scale * len);
             }
         }
-        scores
+        touched.into_iter().filter(|&s| eligible(s)).map(|s| (s, acc[s as usize])).collect()
     }
 }
 

@@ -14,6 +14,7 @@ pub mod llm;
 pub mod prompt;
 pub mod record;
 pub mod score;
+pub mod segment;
 pub mod settings;
 pub mod store;
 pub mod task;

@@ -17,6 +17,7 @@ pub struct Settings {
     pub feedback: FeedbackSettings,
     pub maintain: MaintainSettings,
     pub distill: DistillSettings,
+    pub index: IndexSettings,
 }
 
 /// What a retained item gets for a field it leaves unset.
@@ -233,6 +234,26 @@ impl Default for FeedbackSettings {
             failure_floor: 0.1,
             correction_factor: 0.5,
         }
+    }
+}
+
+/// The vector index: an exact-scan buffer of recent vectors and sealed HNSW segments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndexSettings {
+    /// `maintain` seals the buffer into a segment when it holds at least this many vectors
+    /// (below it an exact scan is as fast as a graph).
+    pub seal_min: u32,
+    /// A retain that leaves more than this many vectors in the buffer seals it at once.
+    pub buffer_max: u32,
+    /// HNSW build and search breadth (instant-distance's ef_construction and ef_search).
+    pub ef_construction: u32,
+    pub ef_search: u32,
+}
+
+impl Default for IndexSettings {
+    fn default() -> Self {
+        IndexSettings { seal_min: 4096, buffer_max: 16384, ef_construction: 32, ef_search: 96 }
     }
 }
 
@@ -463,6 +484,10 @@ impl Settings {
             ("maintain.merge_cosine", m.merge_cosine),
         ] {
             unit(field, v)?;
+        }
+        let ix = &self.index;
+        if ix.ef_construction == 0 || ix.ef_search == 0 {
+            return Err(Error::invalid("settings.index", "ef_construction and ef_search must be at least 1"));
         }
         let d = &self.distill;
         unit("distill.min_confidence", d.min_confidence)?;

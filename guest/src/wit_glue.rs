@@ -254,6 +254,7 @@ impl wit::GuestBank for BankResource {
             active_after: r.active_after,
             decayed: r.decayed,
             weakened: r.weakened,
+            sealed: r.sealed,
             steps: r
                 .steps
                 .into_iter()

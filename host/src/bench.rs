@@ -222,7 +222,29 @@ pub fn retain_throughput(host: &mut Host, n: usize) -> anyhow::Result<f64> {
     Ok(n as f64 / start.elapsed().as_secs_f64())
 }
 
-/// One bank size: build it from vectors, reopen it, and time recall in the component and natively.
+/// Recall timings over `runs` queries: (with query embedding, without).
+fn time_recalls(
+    host: &mut Host,
+    queries: &[(String, Vec<f32>)],
+    runs: usize,
+) -> anyhow::Result<(Vec<Duration>, Vec<Duration>)> {
+    let mut with_embed = Vec::new();
+    let mut no_embed = Vec::new();
+    for i in 0..runs {
+        let (text, vector) = &queries[i % queries.len()];
+        let t = Instant::now();
+        ok(host.recall("bench", &query(text, None)))?;
+        with_embed.push(t.elapsed());
+        let t = Instant::now();
+        ok(host.recall("bench", &query(text, Some(vector.clone()))))?;
+        no_embed.push(t.elapsed());
+    }
+    Ok((with_embed, no_embed))
+}
+
+/// One bank size: build it from vectors; time recall, `maintain` (which seals the vector
+/// buffer into an HNSW segment), recall again, and opening the maintained bank; then the same
+/// core natively, and the HNSW index's recall@10 against an exact scan.
 pub fn size_bench(
     make_host: &dyn Fn(&std::path::Path) -> anyhow::Result<Host>,
     base: &[(String, Vec<f32>)],
@@ -233,17 +255,20 @@ pub fn size_bench(
     let corpus = derive_corpus(base, size, size as u64);
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("bench.db");
-    {
-        let mut host = make_host(&db)?;
-        for chunk in corpus.chunks(1000) {
-            // The derived corpus repeats its base texts: stored as given, not deduplicated.
-            let items: Vec<_> = chunk
-                .iter()
-                .map(|(t, v)| crate::types::NewMemory { force: true, ..new_memory(t, Some(v.clone())) })
-                .collect();
-            ok(host.retain("bench", &items, None))?;
-        }
+    let mut host = make_host(&db)?;
+    for chunk in corpus.chunks(1000) {
+        // The derived corpus repeats its base texts: stored as given, not deduplicated.
+        let items: Vec<_> = chunk
+            .iter()
+            .map(|(t, v)| crate::types::NewMemory { force: true, ..new_memory(t, Some(v.clone())) })
+            .collect();
+        ok(host.retain("bench", &items, None))?;
     }
+    let (_, before) = time_recalls(&mut host, queries, runs)?;
+    let t = Instant::now();
+    let report = ok(host.maintain("bench", None))?;
+    let maintain_ms = t.elapsed().as_secs_f64() * 1000.0;
+    drop(host);
     let bytes = std::fs::metadata(&db)?.len()
         + std::fs::metadata(db.with_extension("db-wal")).map(|m| m.len()).unwrap_or(0);
 
@@ -252,37 +277,14 @@ pub fn size_bench(
     let t = Instant::now();
     ok(host.stats("bench"))?;
     let open_ms = t.elapsed().as_secs_f64() * 1000.0;
-
-    let pick = |i: usize| &queries[i % queries.len()];
-    let mut with_embed: Vec<Duration> = Vec::new();
-    let mut no_embed: Vec<Duration> = Vec::new();
-    for i in 0..runs {
-        let (text, vector) = pick(i);
-        let t = Instant::now();
-        ok(host.recall("bench", &query(text, None)))?;
-        with_embed.push(t.elapsed());
-        let t = Instant::now();
-        ok(host.recall("bench", &query(text, Some(vector.clone()))))?;
-        no_embed.push(t.elapsed());
-    }
+    let (mut with_embed, mut no_embed) = time_recalls(&mut host, queries, runs)?;
     let guest_memory = host.guest_memory_bytes();
 
-    // Maintenance on the same bank, and recall (no embedding) again after it.
-    let t = Instant::now();
-    let report = ok(host.maintain("bench", None))?;
-    let maintain_ms = t.elapsed().as_secs_f64() * 1000.0;
-    let mut after: Vec<Duration> = Vec::new();
-    for i in 0..runs {
-        let (text, vector) = pick(i);
-        let t = Instant::now();
-        ok(host.recall("bench", &query(text, Some(vector.clone()))))?;
-        after.push(t.elapsed());
-    }
-
-    // The same core, natively, over an in-memory store.
+    // The same core, natively, over an in-memory store, maintained the same way.
     let embedder = std::rc::Rc::new(GivenVectors { dim: base[0].1.len(), id: "bench".into() });
     let engine = hindsight_guest::Engine::with_embedder(embedder, hindsight_guest::Settings::default());
     let mut bank = engine.open_bank("bench", Box::new(hindsight_guest::store::MemStore::new()))?;
+    let mut ids = Vec::with_capacity(corpus.len());
     for chunk in corpus.chunks(1000) {
         let items = chunk
             .iter()
@@ -292,11 +294,12 @@ pub fn size_bench(
                 ..hindsight_guest::NewMemory::text(t)
             })
             .collect();
-        bank.retain(items, 0)?;
+        ids.extend(bank.retain(items, 0)?.into_iter().filter_map(|o| o.id));
     }
+    bank.maintain(0)?;
     let mut native: Vec<Duration> = Vec::new();
     for i in 0..runs {
-        let (text, vector) = pick(i);
+        let (text, vector) = &queries[i % queries.len()];
         let q = hindsight_guest::RecallQuery {
             query: text.clone(),
             k: Some(10),
@@ -308,6 +311,7 @@ pub fn size_bench(
         bank.recall(q)?;
         native.push(t.elapsed());
     }
+    let hnsw_recall = index_recall_at_10(&mut bank, &corpus, &ids, queries)?;
     Ok(json!({
         "size": size,
         "recall_p50_ms": percentile(&mut with_embed.clone(), 0.5),
@@ -318,12 +322,46 @@ pub fn size_bench(
         "open_ms": open_ms,
         "bytes_per_memory": bytes as f64 / size as f64,
         "guest_memory_mib": guest_memory as f64 / (1 << 20) as f64,
-        "hnsw_recall_at_10": Value::Null,
+        "hnsw_recall_at_10": hnsw_recall,
         "maintain_ms": maintain_ms,
+        "maintain_sealed": report.sealed,
         "maintain_merged": report.steps.iter().filter(|s| s.action == crate::types::MaintainAction::Merged).count(),
         "maintain_archived": report.steps.iter().filter(|s| s.action == crate::types::MaintainAction::Archived).count(),
-        "recall_noembed_p50_after_maintain_ms": percentile(&mut after, 0.5),
+        "recall_noembed_p50_before_maintain_ms": percentile(&mut before.clone(), 0.5),
     }))
+}
+
+/// The bank's vector index (HNSW segments plus the exact buffer) against an exact scan of
+/// every vector: the share of the true 10 nearest it returns, over the bench queries and 80
+/// corpus vectors nudged off their rows. None when nothing is sealed (the index is exact).
+fn index_recall_at_10(
+    bank: &mut hindsight_guest::Bank,
+    corpus: &[(String, Vec<f32>)],
+    ids: &[String],
+    queries: &[(String, Vec<f32>)],
+) -> anyhow::Result<Option<f64>> {
+    if bank.index_segments() == 0 {
+        return Ok(None);
+    }
+    let mut rng = Rng::new(97);
+    let mut probes: Vec<Vec<f32>> = queries.iter().map(|q| q.1.clone()).collect();
+    for _ in 0..80 {
+        let row = &corpus[(rng.next_u64() % corpus.len() as u64) as usize].1;
+        let mut v: Vec<f32> = row.iter().map(|x| x + 0.05 * rng.unit()).collect();
+        hindsight_guest::embed::normalize(&mut v);
+        probes.push(v);
+    }
+    let mut found = 0usize;
+    for probe in &probes {
+        let mut exact: Vec<(f32, usize)> =
+            corpus.iter().enumerate().map(|(i, (_, v))| (hindsight_guest::index::dot(probe, v), i)).collect();
+        exact.select_nth_unstable_by(9, |a, b| b.0.total_cmp(&a.0));
+        let truth: std::collections::HashSet<&str> =
+            exact[..10].iter().map(|(_, i)| ids[*i].as_str()).collect();
+        let got = bank.nearest(probe, 10)?;
+        found += got.iter().filter(|(id, _)| truth.contains(id.as_str())).count();
+    }
+    Ok(Some(found as f64 / (probes.len() * 10) as f64))
 }
 
 /// Texts with their vectors.

@@ -450,6 +450,7 @@ pub fn maintain_json(r: &MaintainReport) -> Value {
         "active_after": r.active_after,
         "decayed": r.decayed,
         "weakened": r.weakened,
+        "sealed": r.sealed,
         "archived": r.steps.iter().filter(|s| s.action == MaintainAction::Archived).count(),
         "merged": r.steps.iter().filter(|s| s.action == MaintainAction::Merged).count(),
         "steps": r.steps.iter().map(|s| json!({

@@ -65,6 +65,8 @@ pub struct MaintainReport {
     pub weakened: u32,
     /// Every memory archived or merged, with the reason.
     pub steps: Vec<MaintainStep>,
+    /// Vectors sealed from the exact-scan buffer into a new HNSW segment.
+    pub sealed: u32,
 }
 
 impl Bank {
@@ -256,12 +258,17 @@ impl Bank {
         }
         report.active_after = active.len() as u32;
 
-        if !changed.is_empty() {
-            let ops = changed.values().map(|m| self.put_memory(m)).collect();
-            self.commit(ops, now)?;
-            for m in changed.into_values() {
-                self.state.update(m);
-            }
+        let mut ops: Vec<crate::store::Op> = changed.values().map(|m| self.put_memory(m)).collect();
+        for m in changed.into_values() {
+            self.state.update(m);
+        }
+        let buffered = self.state.buffer_len();
+        if let Some(op) = self.seal_buffer(self.settings.index.seal_min as usize) {
+            report.sealed = buffered as u32;
+            ops.push(op);
+        }
+        if !ops.is_empty() {
+            self.commit_or_reload(ops, now)?;
         }
         Ok(report)
     }

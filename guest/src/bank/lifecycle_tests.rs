@@ -431,3 +431,43 @@ fn recall_marks_old_memories_as_possibly_stale() {
     assert_eq!(stale.iter().filter(|s| **s).count(), 1);
     assert!(hits.prompt.contains("possibly stale] the VPN needs the legacy client"), "{}", hits.prompt);
 }
+
+#[test]
+fn maintain_seals_the_buffer_into_a_segment_that_reopens_without_a_rebuild() {
+    let store = Rc::new(MemStore::new());
+    let mut settings = Settings::default();
+    settings.index.seal_min = 20;
+    settings.index.buffer_max = 60;
+    let mut bank = open_with(&store, Rc::new(NoLlm), settings.clone());
+    let items: Vec<NewMemory> = (0..40)
+        .map(|i| NewMemory { force: true, ..semantic(&format!("service{i} listens on port {}", 8000 + i)) })
+        .collect();
+    let ids: Vec<String> = bank.retain(items, NOW).unwrap().into_iter().map(|o| o.id.unwrap()).collect();
+    let before = texts(&bank.recall(query("service17 port")).unwrap())
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>();
+    let report = bank.maintain(NOW).unwrap();
+    assert_eq!(report.sealed, 40);
+    assert_eq!(bank.state.segments.len(), 1);
+    assert_eq!(bank.state.buffer_len(), 0);
+    let after = bank.recall(query("service17 port")).unwrap();
+    assert_eq!(texts(&after), before);
+
+    let mut reopened = open_with(&store, Rc::new(NoLlm), settings.clone());
+    assert_eq!(reopened.state.segments.len(), 1, "loaded from the store, not rebuilt");
+    assert_eq!(texts(&reopened.recall(query("service17 port")).unwrap()), before);
+
+    // A hard-deleted sealed memory is a tombstone: never recalled again.
+    reopened.forget(&ids[17], true, NOW).unwrap();
+    let hits = reopened.recall(RecallQuery { k: Some(40), ..query("service17 port") }).unwrap();
+    assert!(hits.items.iter().all(|r| r.memory.id != ids[17]));
+
+    // Past buffer_max, a retain seals at once.
+    let more: Vec<NewMemory> = (0..61)
+        .map(|i| NewMemory { force: true, ..semantic(&format!("worker{i} runs queue q{i}")) })
+        .collect();
+    reopened.retain(more, NOW).unwrap();
+    assert_eq!(reopened.state.segments.len(), 2);
+    assert_eq!(open_with(&store, Rc::new(NoLlm), settings).state.segments.len(), 2);
+}

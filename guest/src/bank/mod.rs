@@ -234,6 +234,17 @@ impl Bank {
         for slot in 0..state.slots.len() as u32 {
             state.index_lexical(slot, &self.settings.lexical);
         }
+        let sprefix = self.key("s/");
+        let mut stored_segments = Vec::new();
+        scan_all(&*self.store, &sprefix, |key, bytes| {
+            stored_segments.push((key[sprefix.len()..].to_string(), bytes));
+            Ok(())
+        })?;
+        for (name, bytes) in stored_segments {
+            state
+                .load_segment(name.clone(), &bytes)
+                .map_err(|e| Error::Corrupt(format!("bank {}: index segment {name}: {e}", self.id)))?;
+        }
         self.state = state;
         Ok(())
     }
@@ -265,6 +276,14 @@ impl Bank {
             self.reload()?;
         }
         result
+    }
+
+    /// Seals the vector buffer into an HNSW segment when it holds at least `min` vectors;
+    /// the op that stores the segment, for the caller's commit.
+    fn seal_buffer(&mut self, min: usize) -> Option<Op> {
+        let ix = &self.settings.index;
+        let (name, bytes) = self.state.seal(min, ix.ef_construction as usize, ix.ef_search as usize)?;
+        Some(Op::Put(self.key(&format!("s/{name}")), bytes))
     }
 
     fn put_memory(&self, memory: &Memory) -> Op {
@@ -319,7 +338,7 @@ impl Bank {
                 && q.scope.as_ref().is_none_or(|s| m.scope == *s || m.scope.level == ScopeLevel::Global)
         };
         let pool = (k * settings.recall.candidate_factor).max(50) as usize;
-        let dense = state.vectors.search(&query_vector, pool, eligible);
+        let dense = state.search_vectors(&query_vector, pool, eligible);
         let lexical = state.lexical.search(query, &settings.lexical, pool, eligible);
         let mut evidence: HashMap<u32, Evidence> = HashMap::new();
         for &(slot, similarity) in &dense {
@@ -375,6 +394,25 @@ impl Bank {
         let budget = q.prompt_tokens.unwrap_or(self.settings.recall.prompt_tokens) as usize;
         let prompt = prompt::block(&items, budget);
         Ok(RecallResult { items, prompt })
+    }
+
+    /// The `k` active memories nearest `vector` by the vector index alone (no fusion, no use
+    /// recorded): for measuring the index.
+    pub fn nearest(&mut self, vector: &[f32], k: usize) -> Result<Vec<(String, f32)>> {
+        self.sync()?;
+        let v = checked_vector(vector.to_vec(), self.embedder.dimension())?;
+        let state = &self.state;
+        let active = |slot: u32| state.slots[slot as usize].as_ref().is_some_and(Memory::is_active);
+        Ok(state
+            .search_vectors(&v, k, active)
+            .into_iter()
+            .filter_map(|(slot, sim)| state.slots[slot as usize].as_ref().map(|m| (m.id.clone(), sim)))
+            .collect())
+    }
+
+    /// Sealed HNSW segments in the bank's vector index.
+    pub fn index_segments(&self) -> usize {
+        self.state.segments.len()
     }
 
     pub fn get(&mut self, id: &str) -> Result<Memory> {

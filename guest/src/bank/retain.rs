@@ -99,6 +99,10 @@ impl Bank {
         ops.extend(
             new_vectors.iter().map(|(id, v)| Op::Put(self.key(&format!("v/{id}")), super::encode_vector(v))),
         );
+        // A buffer past its size is sealed now rather than waiting for maintain.
+        if self.state.buffer_len() > self.settings.index.buffer_max as usize {
+            ops.extend(self.seal_buffer(0));
+        }
         if !ops.is_empty() {
             self.commit_or_reload(ops, now)?;
         }
@@ -258,7 +262,7 @@ impl Bank {
         let same_scope = |slot: u32| {
             state.slots[slot as usize].as_ref().is_some_and(|o| o.is_active() && o.scope == m.scope)
         };
-        let nearest = state.vectors.search(vector, NEIGHBOURS, same_scope);
+        let nearest = state.search_vectors(vector, NEIGHBOURS, same_scope);
         let mut candidates: Vec<(u32, f32)> = nearest.clone();
         for (slot, _) in state.lexical.search(&m.content, &self.settings.lexical, NEIGHBOURS, same_scope) {
             if !candidates.iter().any(|(s, _)| *s == slot) {

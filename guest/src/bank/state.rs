@@ -2,10 +2,11 @@
 
 use std::collections::HashMap;
 
-use crate::index::VectorIndex;
+use crate::index::{TopK, VectorIndex};
 use crate::lexical::LexicalIndex;
 use crate::prompt;
 use crate::record::Memory;
+use crate::segment::Segment;
 use crate::settings::LexicalSettings;
 
 /// The in-memory image of the bank's store keys, at sequence `applied`.
@@ -15,7 +16,12 @@ pub(super) struct State {
     pub(super) slots: Vec<Option<Memory>>,
     pub(super) by_id: HashMap<String, u32>,
     pub(super) free: Vec<u32>,
+    /// Every live vector by slot: the exact-scan buffer (slots not sealed) and the source of
+    /// any memory's vector.
     pub(super) vectors: VectorIndex,
+    /// Sealed HNSW segments, with their store keys; `sealed[slot]` when a segment holds it.
+    pub(super) segments: Vec<(String, Segment)>,
+    pub(super) sealed: Vec<bool>,
     pub(super) lexical: LexicalIndex,
 }
 
@@ -28,6 +34,8 @@ impl State {
             by_id: HashMap::new(),
             free: Vec::new(),
             vectors: VectorIndex::new(dim),
+            segments: Vec::new(),
+            sealed: Vec::new(),
             lexical: LexicalIndex::new(),
         }
     }
@@ -110,11 +118,97 @@ impl State {
         }
         self.by_id.remove(id);
         self.vectors.remove(slot);
+        if self.is_sealed(slot) {
+            for (_, segment) in &mut self.segments {
+                segment.remove(slot);
+            }
+            self.sealed[slot as usize] = false;
+        }
         self.lexical.remove(slot);
         self.slots[slot as usize] = None;
         self.free.push(slot);
         for s in dependents {
             self.index_lexical(s, settings);
         }
+    }
+
+    pub(super) fn is_sealed(&self, slot: u32) -> bool {
+        self.sealed.get(slot as usize).copied().unwrap_or(false)
+    }
+
+    /// Live slots not in any segment.
+    pub(super) fn buffer_len(&self) -> usize {
+        self.by_id.values().filter(|&&s| !self.is_sealed(s)).count()
+    }
+
+    /// The `limit` eligible slots nearest `query`: an exact scan of the buffer, the graph of
+    /// each sealed segment, merged.
+    pub(super) fn search_vectors(
+        &self,
+        query: &[f32],
+        limit: usize,
+        eligible: impl Fn(u32) -> bool,
+    ) -> Vec<(u32, f32)> {
+        let mut hits = self.vectors.search(query, limit, |s| !self.is_sealed(s) && eligible(s));
+        if self.segments.is_empty() {
+            return hits;
+        }
+        for (_, segment) in &self.segments {
+            hits.extend(segment.search(query, limit, &eligible));
+        }
+        let mut top = TopK::new(limit);
+        for (slot, score) in hits {
+            top.push(slot, score);
+        }
+        top.into_sorted()
+    }
+
+    /// Seals every buffered vector into a new segment (when there are at least `min`); returns
+    /// its store key suffix and bytes. The caller commits them.
+    pub(super) fn seal(
+        &mut self,
+        min: usize,
+        ef_construction: usize,
+        ef_search: usize,
+    ) -> Option<(String, Vec<u8>)> {
+        let mut members: Vec<u32> = self.by_id.values().copied().filter(|&s| !self.is_sealed(s)).collect();
+        if members.len() < min.max(1) {
+            return None;
+        }
+        members.sort_unstable();
+        let dim = self.vectors.dim();
+        let rows: Vec<(u32, &[f32])> =
+            members.iter().filter_map(|&s| self.vectors.get(s).map(|v| (s, v))).collect();
+        let segment = Segment::build(&rows, dim, ef_construction, ef_search);
+        let bytes = segment.to_bytes(|slot| self.slots[slot as usize].as_ref().map(|m| m.id.clone()));
+        let number =
+            self.segments.iter().filter_map(|(k, _)| k.parse::<u64>().ok()).max().map_or(1, |n| n + 1);
+        let key = format!("{number:010}");
+        for &s in &members {
+            if self.sealed.len() <= s as usize {
+                self.sealed.resize(s as usize + 1, false);
+            }
+            self.sealed[s as usize] = true;
+        }
+        self.segments.push((key.clone(), segment));
+        Some((key, bytes))
+    }
+
+    /// Adds a segment read from the store, its rows matched to this state's slots by id.
+    pub(super) fn load_segment(&mut self, key: String, bytes: &[u8]) -> Result<(), String> {
+        let dim = self.vectors.dim();
+        let segment = Segment::from_bytes(bytes, dim, |id| {
+            let slot = *self.by_id.get(id)?;
+            Some((slot, self.vectors.get(slot)?.to_vec()))
+        })?;
+        let members: Vec<u32> = self.by_id.values().copied().filter(|&s| segment.contains(s)).collect();
+        for slot in members {
+            if self.sealed.len() <= slot as usize {
+                self.sealed.resize(slot as usize + 1, false);
+            }
+            self.sealed[slot as usize] = true;
+        }
+        self.segments.push((key, segment));
+        Ok(())
     }
 }
