@@ -1,54 +1,86 @@
 //! Vector search over slots: an exact scan of a flat, contiguous buffer (one cache-friendly pass
 //! that the compiler vectorises with simd128).
 
-/// Vectors by slot; a removed slot is zeroed and skipped.
+const NONE: u32 = u32::MAX;
+
+/// Vectors of some slots, packed row after row: a removed row is replaced by the last, so the
+/// buffer holds exactly its live vectors (sealing moves them out to a segment).
 #[derive(Debug)]
 pub struct VectorIndex {
     dim: usize,
     data: Vec<f32>,
-    live: Vec<bool>,
+    slot_of_row: Vec<u32>,
+    row_of_slot: Vec<u32>,
 }
 
 impl VectorIndex {
     pub fn new(dim: usize) -> Self {
-        VectorIndex { dim, data: Vec::new(), live: Vec::new() }
+        VectorIndex { dim, data: Vec::new(), slot_of_row: Vec::new(), row_of_slot: Vec::new() }
     }
 
     pub fn dim(&self) -> usize {
         self.dim
     }
 
-    pub fn insert(&mut self, slot: u32, vector: &[f32]) {
-        debug_assert_eq!(vector.len(), self.dim);
-        let slot = slot as usize;
-        if self.live.len() <= slot {
-            self.live.resize(slot + 1, false);
-            self.data.resize((slot + 1) * self.dim, 0.0);
-        }
-        self.data[slot * self.dim..(slot + 1) * self.dim].copy_from_slice(vector);
-        self.live[slot] = true;
+    pub fn len(&self) -> usize {
+        self.slot_of_row.len()
     }
 
-    pub fn remove(&mut self, slot: u32) {
-        let slot = slot as usize;
-        if slot < self.live.len() {
-            self.live[slot] = false;
-            self.data[slot * self.dim..(slot + 1) * self.dim].fill(0.0);
+    pub fn is_empty(&self) -> bool {
+        self.slot_of_row.is_empty()
+    }
+
+    fn row(&self, slot: u32) -> Option<usize> {
+        self.row_of_slot.get(slot as usize).filter(|&&r| r != NONE).map(|&r| r as usize)
+    }
+
+    pub fn insert(&mut self, slot: u32, vector: &[f32]) {
+        debug_assert_eq!(vector.len(), self.dim);
+        if let Some(r) = self.row(slot) {
+            self.data[r * self.dim..(r + 1) * self.dim].copy_from_slice(vector);
+            return;
         }
+        if self.row_of_slot.len() <= slot as usize {
+            self.row_of_slot.resize(slot as usize + 1, NONE);
+        }
+        self.row_of_slot[slot as usize] = self.slot_of_row.len() as u32;
+        self.slot_of_row.push(slot);
+        self.data.extend_from_slice(vector);
+    }
+
+    /// Takes a slot's vector out of the buffer.
+    pub fn remove(&mut self, slot: u32) -> Option<Vec<f32>> {
+        let r = self.row(slot)?;
+        let dim = self.dim;
+        let last = self.slot_of_row.len() - 1;
+        let vector = self.data[r * dim..(r + 1) * dim].to_vec();
+        if r != last {
+            self.data.copy_within(last * dim..(last + 1) * dim, r * dim);
+            let moved = self.slot_of_row[last];
+            self.slot_of_row[r] = moved;
+            self.row_of_slot[moved as usize] = r as u32;
+        }
+        self.slot_of_row.pop();
+        self.data.truncate(last * dim);
+        self.row_of_slot[slot as usize] = NONE;
+        Some(vector)
     }
 
     pub fn get(&self, slot: u32) -> Option<&[f32]> {
-        let slot = slot as usize;
-        (slot < self.live.len() && self.live[slot])
-            .then(|| &self.data[slot * self.dim..(slot + 1) * self.dim])
+        self.row(slot).map(|r| &self.data[r * self.dim..(r + 1) * self.dim])
+    }
+
+    /// Every (slot, vector) in the buffer.
+    pub fn rows(&self) -> impl Iterator<Item = (u32, &[f32])> {
+        self.slot_of_row.iter().copied().zip(self.data.chunks_exact(self.dim))
     }
 
     /// The `limit` eligible slots most similar to `query` (dot product of unit vectors = cosine).
     pub fn search(&self, query: &[f32], limit: usize, eligible: impl Fn(u32) -> bool) -> Vec<(u32, f32)> {
         let mut top = TopK::new(limit);
-        for (slot, row) in self.data.chunks_exact(self.dim).enumerate() {
-            if self.live[slot] && eligible(slot as u32) {
-                top.push(slot as u32, dot(query, row));
+        for (slot, row) in self.rows() {
+            if eligible(slot) {
+                top.push(slot, dot(query, row));
             }
         }
         top.into_sorted()
@@ -112,16 +144,16 @@ impl TopK {
 
 /// Pairs of vectors (by slot) whose cosine exceeds `threshold`, each pair once, unordered.
 /// Small sets are compared exhaustively; larger ones through random-hyperplane LSH (16 tables
-/// of 10-bit sign codes, seeded, so runs are repeatable): a pair at cosine 0.95 shares a bucket
-/// in at least one table with probability ≈ 0.999, and only bucket mates are compared, so
-/// 10,000 vectors cost about 160 projections each instead of 10,000 dot products.
+/// of 12-bit sign codes, seeded, so runs are repeatable): a pair at cosine 0.95 shares a bucket
+/// in at least one table with probability ≈ 0.995, and each vector is compared only with a few
+/// bucket mates, so the work grows linearly with the bank.
 pub fn near_duplicate_pairs(vectors: &[(u32, &[f32])], threshold: f32) -> Vec<(u32, u32, f32)> {
     const EXHAUSTIVE_BELOW: usize = 2000;
     const TABLES: usize = 16;
-    const BITS: usize = 10;
+    const BITS: usize = 12;
     /// Within one bucket, each vector is compared with this many before it (bounds the cost
     /// when very many vectors are alike; duplicates then chain through their neighbours).
-    const PER_BUCKET: usize = 32;
+    const PER_BUCKET: usize = 8;
     let mut out = Vec::new();
     let check = |i: usize, j: usize, out: &mut Vec<(u32, u32, f32)>| {
         let cosine = dot(vectors[i].1, vectors[j].1);
@@ -149,30 +181,33 @@ pub fn near_duplicate_pairs(vectors: &[(u32, &[f32])], threshold: f32) -> Vec<(u
     // Sums of four uniforms: close enough to Gaussian for direction-free hyperplanes.
     let planes: Vec<f32> =
         (0..TABLES * BITS * dim).map(|_| uniform() + uniform() + uniform() + uniform() - 2.0).collect();
-    let mut buckets: std::collections::HashMap<(usize, u16), Vec<usize>> = std::collections::HashMap::new();
-    for (i, (_, v)) in vectors.iter().enumerate() {
-        for t in 0..TABLES {
-            let mut code = 0u16;
-            for b in 0..BITS {
-                let plane = &planes[(t * BITS + b) * dim..(t * BITS + b + 1) * dim];
-                code = (code << 1) | u16::from(dot(v, plane) >= 0.0);
-            }
-            buckets.entry((t, code)).or_default().push(i);
-        }
-    }
-    let mut seen: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
-    let mut keys: Vec<&(usize, u16)> = buckets.keys().collect();
-    keys.sort();
-    for key in keys {
-        let members = &buckets[key];
-        for (n, &i) in members.iter().enumerate() {
-            for &j in &members[n.saturating_sub(PER_BUCKET)..n] {
-                if seen.insert((i.min(j), i.max(j))) {
-                    check(i, j, &mut out);
+    for t in 0..TABLES {
+        let mut coded: Vec<(u16, usize)> = vectors
+            .iter()
+            .enumerate()
+            .map(|(i, (_, v))| {
+                let mut code = 0u16;
+                for b in 0..BITS {
+                    let plane = &planes[(t * BITS + b) * dim..(t * BITS + b + 1) * dim];
+                    code = (code << 1) | u16::from(dot(v, plane) >= 0.0);
                 }
+                (code, i)
+            })
+            .collect();
+        coded.sort_unstable();
+        for n in 0..coded.len() {
+            let (code, i) = coded[n];
+            for &(other_code, j) in coded[n.saturating_sub(PER_BUCKET)..n].iter().rev() {
+                if other_code != code {
+                    break;
+                }
+                check(i, j, &mut out);
             }
         }
     }
+    // A pair found in several tables is reported once.
+    out.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    out.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
     out
 }
 

@@ -105,7 +105,7 @@ impl Segment {
     pub fn from_bytes(
         bytes: &[u8],
         dim: usize,
-        locate: impl Fn(&str) -> Option<(u32, Vec<f32>)>,
+        mut locate: impl FnMut(&str) -> Option<(u32, Vec<f32>)>,
     ) -> Result<Segment, String> {
         let stored: StoredSegment = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
         let mut rows = vec![0f32; stored.ids.len() * dim];
@@ -123,6 +123,12 @@ impl Segment {
 
     pub fn len(&self) -> usize {
         self.row_of.len()
+    }
+
+    /// A live member's vector.
+    pub fn vector(&self, slot: u32) -> Option<&[f32]> {
+        let r = *self.row_of.get(&slot)? as usize;
+        Some(&self.rows[r * self.dim..(r + 1) * self.dim])
     }
 
     pub fn is_empty(&self) -> bool {

@@ -222,6 +222,28 @@ pub fn retain_throughput(host: &mut Host, n: usize) -> anyhow::Result<f64> {
     Ok(n as f64 / start.elapsed().as_secs_f64())
 }
 
+/// The engine settings a bench bank runs with: the caller's, with no capacity cap unless the
+/// caller set one (the default cap of 10,000 active memories would archive most of a large
+/// bank), and the vector buffer sealed into HNSW segments from 16k vectors.
+pub fn bench_settings(user: &str) -> anyhow::Result<String> {
+    let mut v: Value = if user.trim().is_empty() { json!({}) } else { serde_json::from_str(user)? };
+    let maintain = v
+        .as_object_mut()
+        .ok_or_else(|| anyhow::anyhow!("settings: expected a JSON object"))?
+        .entry("maintain")
+        .or_insert_with(|| json!({}));
+    if let Some(m) = maintain.as_object_mut() {
+        m.entry("capacity").or_insert(json!(u32::MAX));
+    }
+    // Segments are what the bench measures: seal at 16k / 32k unless the caller chose.
+    let index = v.as_object_mut().expect("an object").entry("index").or_insert_with(|| json!({}));
+    if let Some(ix) = index.as_object_mut() {
+        ix.entry("seal_min").or_insert(json!(16384));
+        ix.entry("buffer_max").or_insert(json!(32768));
+    }
+    Ok(v.to_string())
+}
+
 /// Recall timings over `runs` queries: (with query embedding, without).
 fn time_recalls(
     host: &mut Host,
@@ -247,6 +269,7 @@ fn time_recalls(
 /// core natively, and the HNSW index's recall@10 against an exact scan.
 pub fn size_bench(
     make_host: &dyn Fn(&std::path::Path) -> anyhow::Result<Host>,
+    settings: &str,
     base: &[(String, Vec<f32>)],
     queries: &[(String, Vec<f32>)],
     size: usize,
@@ -264,6 +287,7 @@ pub fn size_bench(
             .collect();
         ok(host.retain("bench", &items, None))?;
     }
+    let build_memory = host.guest_memory_bytes();
     let (_, before) = time_recalls(&mut host, queries, runs)?;
     let t = Instant::now();
     let report = ok(host.maintain("bench", None))?;
@@ -282,7 +306,8 @@ pub fn size_bench(
 
     // The same core, natively, over an in-memory store, maintained the same way.
     let embedder = std::rc::Rc::new(GivenVectors { dim: base[0].1.len(), id: "bench".into() });
-    let engine = hindsight_guest::Engine::with_embedder(embedder, hindsight_guest::Settings::default());
+    let engine =
+        hindsight_guest::Engine::with_embedder(embedder, hindsight_guest::Settings::from_json(settings)?);
     let mut bank = engine.open_bank("bench", Box::new(hindsight_guest::store::MemStore::new()))?;
     let mut ids = Vec::with_capacity(corpus.len());
     for chunk in corpus.chunks(1000) {
@@ -322,6 +347,7 @@ pub fn size_bench(
         "open_ms": open_ms,
         "bytes_per_memory": bytes as f64 / size as f64,
         "guest_memory_mib": guest_memory as f64 / (1 << 20) as f64,
+        "build_guest_memory_mib": build_memory as f64 / (1 << 20) as f64,
         "hnsw_recall_at_10": hnsw_recall,
         "maintain_ms": maintain_ms,
         "maintain_sealed": report.sealed,

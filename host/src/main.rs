@@ -393,7 +393,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Retain(args) => retain(&g, *args),
         Command::Bench(args) => {
             let files = models::load(&models::models_dir(g.models.as_deref()))?;
-            let config = host_config(&g)?;
+            let mut config = host_config(&g)?;
+            config.settings = hindsight::bench::bench_settings(&config.settings)?;
             let make_host = |db: &Path| -> anyhow::Result<Host> {
                 Host::new(
                     Arc::new(SqliteKv::open(db)?),
@@ -415,7 +416,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for size in convert::split_list(&args.sizes) {
                 let size: usize =
                     size.parse().with_context(|| format!("sizes: {size:?} is not a whole number"))?;
-                let mut row = hindsight::bench::size_bench(&make_host, &base, &queries, size, args.runs)?;
+                let mut row = hindsight::bench::size_bench(
+                    &make_host,
+                    &config.settings,
+                    &base,
+                    &queries,
+                    size,
+                    args.runs,
+                )?;
                 row["retain_per_s"] = json!(retain_per_s);
                 if g.json {
                     println!("{row}");

@@ -249,6 +249,13 @@ impl Drop for Host {
     }
 }
 
+/// The interfaces the component imports, as `package/interface@version` names.
+pub fn component_imports(config: &HostConfig) -> anyhow::Result<Vec<String>> {
+    let engine = wasm_engine()?;
+    let (component, _) = load_component(&engine, BUILT_WASM, BUILT_WASM_SHA256, config.cache_dir.as_deref())?;
+    Ok(component.component_type().imports(&engine).map(|(name, _)| name.to_string()).collect())
+}
+
 fn wasm_engine() -> anyhow::Result<Engine> {
     let mut config = Config::new();
     config.wasm_component_model(true);

@@ -285,7 +285,7 @@ impl Bank {
         let threshold = self.settings.maintain.merge_cosine;
         let slots: Vec<u32> = active.keys().filter_map(|id| self.state.by_id.get(id).copied()).collect();
         let vectors: Vec<(u32, &[f32])> =
-            slots.iter().filter_map(|&s| self.state.vectors.get(s).map(|v| (s, v))).collect();
+            slots.iter().filter_map(|&s| self.state.vector(s).map(|v| (s, v))).collect();
         let mut pairs = near_duplicate_pairs(&vectors, threshold);
         pairs.sort_by(|a, b| b.2.total_cmp(&a.2).then((a.0, a.1).cmp(&(b.0, b.1))));
         let mut gone: HashSet<String> = HashSet::new();

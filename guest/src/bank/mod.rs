@@ -203,32 +203,38 @@ impl Bank {
             }
             state.has_meta = true;
         }
-        let mut vectors: HashMap<String, Vec<f32>> = HashMap::new();
-        let vprefix = self.key("v/");
-        scan_all(&*self.store, &vprefix, |key, bytes| {
-            vectors.insert(key[vprefix.len()..].to_string(), decode_vector(&bytes));
-            Ok(())
-        })?;
+        // Records first, then each vector straight into the buffer by its record's slot: no
+        // second copy of every vector while opening.
         let mprefix = self.key("m/");
-        let mut missing: Vec<Memory> = Vec::new();
-        let dim = self.embedder.dimension();
         scan_all(&*self.store, &mprefix, |key, bytes| {
             let memory: Memory = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::Corrupt(format!("bank {}: record {key}: {e}", self.id)))?;
-            match vectors.remove(&memory.id) {
-                Some(v) if v.len() == dim => {
-                    state.insert(memory, &v);
+            state.insert_record(memory);
+            Ok(())
+        })?;
+        let vprefix = self.key("v/");
+        let dim = self.embedder.dimension();
+        scan_all(&*self.store, &vprefix, |key, bytes| {
+            let v = decode_vector(&bytes);
+            if let Some(&slot) = state.by_id.get(&key[vprefix.len()..]) {
+                if v.len() == dim {
+                    state.vectors.insert(slot, &v);
                 }
-                _ => missing.push(memory),
             }
             Ok(())
         })?;
         // A record whose vector is lost is embedded again rather than dropped from recall.
+        let missing: Vec<(u32, String)> = state
+            .by_id
+            .values()
+            .filter(|&&slot| state.vectors.get(slot).is_none())
+            .filter_map(|&slot| state.slots[slot as usize].as_ref().map(|m| (slot, m.content.clone())))
+            .collect();
         for chunk in missing.chunks(32) {
-            let texts: Vec<&str> = chunk.iter().map(|m| m.content.as_str()).collect();
+            let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
             let vectors = self.embedder.embed_batch(&texts)?;
-            for (m, v) in chunk.iter().zip(vectors) {
-                state.insert(m.clone(), &v);
+            for ((slot, _), v) in chunk.iter().zip(vectors) {
+                state.vectors.insert(*slot, &v);
             }
         }
         for slot in 0..state.slots.len() as u32 {
@@ -346,7 +352,7 @@ impl Bank {
         }
         for &(slot, bm25) in &lexical {
             evidence.entry(slot).and_modify(|e| e.bm25 = bm25).or_insert_with(|| Evidence {
-                similarity: crate::index::dot(&query_vector, state.vectors.get(slot).unwrap_or(&[])),
+                similarity: crate::index::dot(&query_vector, state.vector(slot).unwrap_or(&[])),
                 bm25,
             });
         }

@@ -266,7 +266,7 @@ impl Bank {
         let mut candidates: Vec<(u32, f32)> = nearest.clone();
         for (slot, _) in state.lexical.search(&m.content, &self.settings.lexical, NEIGHBOURS, same_scope) {
             if !candidates.iter().any(|(s, _)| *s == slot) {
-                let cosine = state.vectors.get(slot).map_or(0.0, |v| dot(vector, v));
+                let cosine = state.vector(slot).map_or(0.0, |v| dot(vector, v));
                 candidates.push((slot, cosine));
             }
         }

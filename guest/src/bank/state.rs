@@ -16,8 +16,7 @@ pub(super) struct State {
     pub(super) slots: Vec<Option<Memory>>,
     pub(super) by_id: HashMap<String, u32>,
     pub(super) free: Vec<u32>,
-    /// Every live vector by slot: the exact-scan buffer (slots not sealed) and the source of
-    /// any memory's vector.
+    /// The exact-scan buffer: the vectors of slots not sealed into a segment.
     pub(super) vectors: VectorIndex,
     /// Sealed HNSW segments, with their store keys; `sealed[slot]` when a segment holds it.
     pub(super) segments: Vec<(String, Segment)>,
@@ -47,6 +46,13 @@ impl State {
     /// Places a memory and its vector; its keyword document is built by `index_lexical` once
     /// the memories it may draw context from are in place too.
     pub(super) fn insert(&mut self, memory: Memory, vector: &[f32]) -> u32 {
+        let slot = self.insert_record(memory);
+        self.vectors.insert(slot, vector);
+        slot
+    }
+
+    /// Places a record whose vector the caller adds (to the buffer) itself.
+    pub(super) fn insert_record(&mut self, memory: Memory) -> u32 {
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -54,7 +60,6 @@ impl State {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.vectors.insert(slot, vector);
         self.by_id.insert(memory.id.clone(), slot);
         self.slots[slot as usize] = Some(memory);
         slot
@@ -136,9 +141,25 @@ impl State {
         self.sealed.get(slot as usize).copied().unwrap_or(false)
     }
 
-    /// Live slots not in any segment.
+    /// A live memory's vector, from the buffer or its segment.
+    pub(super) fn vector(&self, slot: u32) -> Option<&[f32]> {
+        if self.is_sealed(slot) {
+            self.segments.iter().find_map(|(_, s)| s.vector(slot))
+        } else {
+            self.vectors.get(slot)
+        }
+    }
+
+    /// Vectors waiting in the exact-scan buffer.
     pub(super) fn buffer_len(&self) -> usize {
-        self.by_id.values().filter(|&&s| !self.is_sealed(s)).count()
+        self.vectors.len()
+    }
+
+    fn mark_sealed(&mut self, slot: u32) {
+        if self.sealed.len() <= slot as usize {
+            self.sealed.resize(slot as usize + 1, false);
+        }
+        self.sealed[slot as usize] = true;
     }
 
     /// The `limit` eligible slots nearest `query`: an exact scan of the buffer, the graph of
@@ -149,7 +170,7 @@ impl State {
         limit: usize,
         eligible: impl Fn(u32) -> bool,
     ) -> Vec<(u32, f32)> {
-        let mut hits = self.vectors.search(query, limit, |s| !self.is_sealed(s) && eligible(s));
+        let mut hits = self.vectors.search(query, limit, &eligible);
         if self.segments.is_empty() {
             return hits;
         }
@@ -163,7 +184,7 @@ impl State {
         top.into_sorted()
     }
 
-    /// Seals every buffered vector into a new segment (when there are at least `min`); returns
+    /// Moves every buffered vector into a new segment (when there are at least `min`); returns
     /// its store key suffix and bytes. The caller commits them.
     pub(super) fn seal(
         &mut self,
@@ -171,42 +192,40 @@ impl State {
         ef_construction: usize,
         ef_search: usize,
     ) -> Option<(String, Vec<u8>)> {
-        let mut members: Vec<u32> = self.by_id.values().copied().filter(|&s| !self.is_sealed(s)).collect();
-        if members.len() < min.max(1) {
+        if self.vectors.len() < min.max(1) {
             return None;
         }
-        members.sort_unstable();
         let dim = self.vectors.dim();
-        let rows: Vec<(u32, &[f32])> =
-            members.iter().filter_map(|&s| self.vectors.get(s).map(|v| (s, v))).collect();
-        let segment = Segment::build(&rows, dim, ef_construction, ef_search);
+        let segment = {
+            let mut rows: Vec<(u32, &[f32])> = self.vectors.rows().collect();
+            rows.sort_unstable_by_key(|(s, _)| *s);
+            Segment::build(&rows, dim, ef_construction, ef_search)
+        };
+        let members: Vec<u32> = self.vectors.rows().map(|(s, _)| s).collect();
+        for &s in &members {
+            self.vectors.remove(s);
+            self.mark_sealed(s);
+        }
         let bytes = segment.to_bytes(|slot| self.slots[slot as usize].as_ref().map(|m| m.id.clone()));
         let number =
             self.segments.iter().filter_map(|(k, _)| k.parse::<u64>().ok()).max().map_or(1, |n| n + 1);
         let key = format!("{number:010}");
-        for &s in &members {
-            if self.sealed.len() <= s as usize {
-                self.sealed.resize(s as usize + 1, false);
-            }
-            self.sealed[s as usize] = true;
-        }
         self.segments.push((key.clone(), segment));
         Some((key, bytes))
     }
 
-    /// Adds a segment read from the store, its rows matched to this state's slots by id.
+    /// Adds a segment read from the store: its rows matched to this state's slots by id, their
+    /// vectors moved out of the buffer.
     pub(super) fn load_segment(&mut self, key: String, bytes: &[u8]) -> Result<(), String> {
         let dim = self.vectors.dim();
+        let (by_id, vectors) = (&self.by_id, &mut self.vectors);
         let segment = Segment::from_bytes(bytes, dim, |id| {
-            let slot = *self.by_id.get(id)?;
-            Some((slot, self.vectors.get(slot)?.to_vec()))
+            let slot = *by_id.get(id)?;
+            Some((slot, vectors.remove(slot)?))
         })?;
         let members: Vec<u32> = self.by_id.values().copied().filter(|&s| segment.contains(s)).collect();
         for slot in members {
-            if self.sealed.len() <= slot as usize {
-                self.sealed.resize(slot as usize + 1, false);
-            }
-            self.sealed[slot as usize] = true;
+            self.mark_sealed(slot);
         }
         self.segments.push((key, segment));
         Ok(())

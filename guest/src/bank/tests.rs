@@ -261,7 +261,7 @@ fn a_caller_vector_is_used_as_given_after_checks() {
             .id
             .clone()
             .unwrap();
-    assert_eq!(bank.state.vectors.get(bank.state.by_id[&id]).unwrap()[5], 1.0, "normalised");
+    assert_eq!(bank.state.vector(bank.state.by_id[&id]).unwrap()[5], 1.0, "normalised");
     let err =
         bank.retain(vec![NewMemory { vector: Some(vec![1.0; 3]), ..NewMemory::text("b") }], NOW).unwrap_err();
     assert!(err.message().starts_with("items[0].vector: has 3 dimensions"), "{err}");
