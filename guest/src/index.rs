@@ -206,7 +206,7 @@ pub fn near_duplicate_pairs(vectors: &[(u32, &[f32])], threshold: f32) -> Vec<(u
         }
     }
     // A pair found in several tables is reported once.
-    out.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    out.sort_by_key(|p| (p.0, p.1));
     out.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
     out
 }
