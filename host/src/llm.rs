@@ -150,13 +150,10 @@ impl LlmClient {
 
     /// One completion; every attempt's outcome and tokens are recorded.
     pub fn complete(&self, request: &llm::Request) -> Result<llm::Response, llm::LlmError> {
-        let result = self.complete_with_retries(request);
-        let (ok, p, c) = match &result {
-            Ok(r) => (true, r.prompt_tokens, r.completion_tokens),
-            Err(_) => (false, 0, 0),
-        };
-        // Usage accounting must never fail the call itself.
-        let _ = record_usage(&*self.kv, &request.operation, ok, p, c);
+        let (result, (p, c)) = self.complete_with_retries(request);
+        // Usage accounting must never fail the call itself. Tokens count even when the answer
+        // was unusable (cut off): they were spent.
+        let _ = record_usage(&*self.kv, &request.operation, result.is_ok(), p, c);
         result
     }
 
@@ -186,7 +183,8 @@ impl LlmClient {
         body
     }
 
-    fn complete_with_retries(&self, r: &llm::Request) -> Result<llm::Response, llm::LlmError> {
+    /// The outcome and the tokens the server reported spending on it.
+    fn complete_with_retries(&self, r: &llm::Request) -> (Result<llm::Response, llm::LlmError>, (u32, u32)) {
         let endpoint = self.config.endpoint();
         let mut mode = self.config.json_mode;
         let mut attempt = 0u32;
@@ -204,10 +202,8 @@ impl LlmClient {
                         mode = JsonMode::None;
                         continue;
                     }
-                    return Err(llm::LlmError::Failed(format!(
-                        "HTTP 400 from {endpoint}: {}",
-                        excerpt(&text)
-                    )));
+                    let message = format!("HTTP 400 from {endpoint}: {}", excerpt(&text));
+                    return (Err(llm::LlmError::Failed(message)), (0, 0));
                 }
                 Err(ureq::Error::Status(code, response)) => {
                     let retry_after = response
@@ -219,14 +215,17 @@ impl LlmClient {
                     if code == 429 || code >= 500 {
                         (message, retry_after)
                     } else {
-                        return Err(llm::LlmError::Failed(message));
+                        return (Err(llm::LlmError::Failed(message)), (0, 0));
                     }
                 }
                 Err(ureq::Error::Transport(t)) => (format!("{endpoint}: {t}"), None),
             };
             let (message, retry_after) = failure;
             if attempt >= self.config.max_retries {
-                return Err(llm::LlmError::Failed(format!("{message} (after {} tries)", attempt + 1)));
+                return (
+                    Err(llm::LlmError::Failed(format!("{message} (after {} tries)", attempt + 1))),
+                    (0, 0),
+                );
             }
             let backoff = retry_after
                 .unwrap_or(self.config.backoff * 2u32.saturating_pow(attempt))
@@ -272,14 +271,31 @@ fn parse_response(
     response: ureq::Response,
     max_tokens: u32,
     wants_json: bool,
-) -> Result<llm::Response, llm::LlmError> {
-    let text =
-        response.into_string().map_err(|e| llm::LlmError::Failed(format!("reading the answer: {e}")))?;
-    let completion: Completion = serde_json::from_str(&text).map_err(|e| {
-        llm::LlmError::Failed(format!("the answer is not a chat completion ({e}): {}", excerpt(&text)))
-    })?;
+) -> (Result<llm::Response, llm::LlmError>, (u32, u32)) {
+    let text = match response.into_string() {
+        Ok(t) => t,
+        Err(e) => return (Err(llm::LlmError::Failed(format!("reading the answer: {e}"))), (0, 0)),
+    };
+    let completion: Completion = match serde_json::from_str(&text) {
+        Ok(c) => c,
+        Err(e) => {
+            let message = format!("the answer is not a chat completion ({e}): {}", excerpt(&text));
+            return (Err(llm::LlmError::Failed(message)), (0, 0));
+        }
+    };
     let usage = completion.usage.unwrap_or_default();
-    let Some(choice) = completion.choices.into_iter().next() else {
+    let tokens = (usage.prompt_tokens, usage.completion_tokens);
+    (answer(completion.choices, usage, max_tokens, wants_json), tokens)
+}
+
+/// The first choice's text, or why it is unusable.
+fn answer(
+    choices: Vec<Choice>,
+    usage: TokenUsage,
+    max_tokens: u32,
+    wants_json: bool,
+) -> Result<llm::Response, llm::LlmError> {
+    let Some(choice) = choices.into_iter().next() else {
         return Err(llm::LlmError::Failed("the answer has no choices".into()));
     };
     let content = choice

@@ -197,7 +197,7 @@ impl Bank {
             system: "You rate memories for an agent. Answer with JSON only.".into(),
             prompt,
             json_schema: Some(IMPORTANCE_SCHEMA.into()),
-            max_tokens: 32 + 24 * asked.len() as u32,
+            max_tokens: 48 + 32 * asked.len() as u32,
             temperature: 0.0,
         };
         let threshold = self.settings.write.importance_threshold;
