@@ -48,6 +48,9 @@ macro_rules! named_enum {
     };
 }
 
+// Tasks name their enums the same way.
+pub(crate) use named_enum;
+
 named_enum!(Kind { Episodic = "episodic", Semantic = "semantic", Procedural = "procedural" });
 named_enum!(ScopeLevel { Global = "global", Project = "project", Session = "session" });
 named_enum!(Source {

@@ -4,30 +4,16 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::record::Timestamp;
+use crate::record::{named_enum, Timestamp};
 
-macro_rules! task_enum {
-    ($name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-        pub enum $name {
-            $(#[serde(rename = $text)] $variant),+
-        }
-        impl $name {
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-    };
-}
-
-task_enum!(StepKind {
+named_enum!(StepKind {
     Thought = "thought",
     ToolCall = "tool-call",
     ToolResult = "tool-result",
     UserMessage = "user-message",
     Answer = "answer",
 });
-task_enum!(TaskOutcome { Success = "success", Failure = "failure", Interrupted = "interrupted" });
+named_enum!(TaskOutcome { Success = "success", Failure = "failure", Interrupted = "interrupted" });
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {

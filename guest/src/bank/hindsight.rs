@@ -4,7 +4,8 @@
 
 use serde::Deserialize;
 
-use super::{Bank, RetainAction, RetainOutcome};
+use super::retain::filtered;
+use super::{Bank, RetainOutcome};
 use crate::error::{Error, Result};
 use crate::filter::repeat_key;
 use crate::llm::{parse_json, LlmError, LlmRequest};
@@ -196,11 +197,8 @@ impl Bank {
         for lesson in lessons {
             let kind = Kind::parse("kind", lesson.kind.trim()).unwrap_or(Kind::Semantic);
             let content = lesson.content.trim().to_string();
-            let drop = |reason: String| Distilled {
-                content: content.clone(),
-                kind,
-                outcome: RetainOutcome { id: None, action: RetainAction::Filtered, related: None, reason },
-            };
+            let drop =
+                |reason: String| Distilled { content: content.clone(), kind, outcome: filtered(reason) };
             if content.is_empty() {
                 continue;
             }
@@ -361,16 +359,7 @@ impl Bank {
                 None
             };
             if let Some(reason) = reason {
-                dropped.push(Distilled {
-                    content,
-                    kind: Kind::Semantic,
-                    outcome: RetainOutcome {
-                        id: None,
-                        action: RetainAction::Filtered,
-                        related: None,
-                        reason,
-                    },
-                });
+                dropped.push(Distilled { content, kind: Kind::Semantic, outcome: filtered(reason) });
                 continue;
             }
             items.push(NewMemory {

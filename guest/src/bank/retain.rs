@@ -453,7 +453,7 @@ pub(super) fn reinforce(m: &mut Memory, now: Timestamp, step: f32, cap: f32) {
     m.updated_at = now;
 }
 
-fn filtered(reason: String) -> RetainOutcome {
+pub(super) fn filtered(reason: String) -> RetainOutcome {
     outcome(None, RetainAction::Filtered, None, reason)
 }
 
