@@ -1,0 +1,68 @@
+// The `hindsight:memory/store` import over a SQLite file, in the Rust host's schema: a file
+// written here opens in the `hindsight` CLI and the Python example, and the other way round.
+import Database from 'better-sqlite3';
+
+function prefixEnd(prefix) {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i] < 0xff) {
+      end[i] += 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return null;
+}
+
+export class SqliteStore {
+  constructor(path) {
+    this.db = new Database(path, { timeout: 10_000 });
+    // The Rust host's settings: WAL readers never block the writer, an acknowledged commit
+    // survives power loss, and a hard-forgotten memory's bytes are overwritten.
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('secure_delete = ON');
+    this.db.exec('CREATE TABLE IF NOT EXISTS kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID');
+    this.getStmt = this.db.prepare('SELECT value FROM kv WHERE key = ?');
+    this.putStmt = this.db.prepare('INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)');
+    this.deleteStmt = this.db.prepare('DELETE FROM kv WHERE key = ?');
+    this.applyOps = this.db.transaction((ops) => {
+      for (const op of ops) {
+        if (op.tag === 'put') this.putStmt.run(Buffer.from(op.val[0]), op.val[1]);
+        else this.deleteStmt.run(Buffer.from(op.val));
+      }
+    });
+  }
+
+  close() {
+    this.db.close();
+  }
+
+  get(key) {
+    const row = this.getStmt.get(Buffer.from(key));
+    return row ? new Uint8Array(row.value) : undefined;
+  }
+
+  scan(prefix, startAfter, limit) {
+    let low = Buffer.from(prefix);
+    let inclusive = true;
+    if (startAfter !== undefined && Buffer.compare(Buffer.from(startAfter), low) >= 0) {
+      low = Buffer.from(startAfter);
+      inclusive = false;
+    }
+    const high = prefixEnd(prefix);
+    let sql = `SELECT key, value FROM kv WHERE key ${inclusive ? '>=' : '>'} ?`;
+    const args = [low];
+    if (high) {
+      sql += ' AND key < ?';
+      args.push(high);
+    }
+    sql += ' ORDER BY key LIMIT ?';
+    args.push(limit);
+    return this.db.prepare(sql).all(...args).map((r) => [r.key.toString('utf8'), new Uint8Array(r.value)]);
+  }
+
+  /** Every op or none, in one transaction: `{tag: 'put', val: [key, bytes]}` or `{tag: 'delete', val: key}`. */
+  commit(ops) {
+    this.applyOps.immediate(ops); // BEGIN IMMEDIATE: take the write lock before reading
+  }
+}
