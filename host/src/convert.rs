@@ -250,6 +250,8 @@ pub struct RetainLine {
     /// Valid beside anything it contradicts.
     #[serde(default)]
     pub parallel: bool,
+    /// A vector made by the bank's embedding model: skips embedding the text.
+    pub vector: Option<Vec<f64>>,
 }
 
 impl RetainLine {
@@ -304,7 +306,10 @@ impl RetainLine {
             metadata,
             force: self.force,
             parallel: self.parallel,
-            vector: None,
+            vector: self
+                .vector
+                .map(|v| v.into_iter().map(|x| number("vector", x)).collect::<anyhow::Result<Vec<f32>>>())
+                .transpose()?,
         })
     }
 }

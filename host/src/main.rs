@@ -782,6 +782,7 @@ fn retain_one(g: &Global, args: RetainArgs) -> anyhow::Result<ExitCode> {
         meta: Some(meta),
         force: args.force,
         parallel: args.parallel,
+        vector: None,
     };
     let item = line.into_new_memory()?;
     let mut host = open_host(g, &g.db)?;
