@@ -1,6 +1,6 @@
 //! The built component, driven through the host, on real input.
 
-use hindsight::types::{Error, RecallQuery};
+use hindsight::types::{Error, NewMemory, RecallQuery};
 use hindsight::CallError;
 use hindsight_tests::*;
 
@@ -154,4 +154,41 @@ fn a_memory_cap_below_what_the_model_needs_is_a_clear_error() {
         }
         other => panic!("expected the memory cap to stop the call, got {other:?}"),
     }
+}
+
+#[test]
+fn a_call_past_the_memory_cap_is_a_clear_error_and_the_next_call_works_from_the_store() {
+    let kv: std::sync::Arc<dyn hindsight::Kv> = std::sync::Arc::new(hindsight::MemoryKv::new());
+    let mut first = host_with(kv.clone(), hindsight::HostConfig::default());
+    first.retain("agent", &[item(CSV_FIX)], Some(NOW)).unwrap();
+    let baseline = first.guest_memory_bytes();
+    drop(first);
+
+    // Room for ordinary calls (the heap left free after loading the model, and 8 MiB more), not
+    // for one that carries 32 MB of text into the guest.
+    let cap = baseline + (8 << 20);
+    let config = hindsight::HostConfig { memory_limit_bytes: cap, ..hindsight::HostConfig::default() };
+    let mut host = host_with(kv, config);
+    assert_eq!(recall_texts(&mut host, "agent", "中文CSV", 1), vec![CSV_FIX]);
+    let big: Vec<_> = (0..1000)
+        .map(|i| NewMemory {
+            force: true,
+            vector: Some((0..384).map(|j| ((i * 31 + j) % 17) as f32 - 8.0).collect()),
+            ..item(&format!("bulk item {i} ").repeat(32_000 / 14))
+        })
+        .collect();
+    match host.retain("agent", &big, Some(NOW)) {
+        Err(CallError::Trap(e)) => {
+            assert!(e.to_string().starts_with("the call needed more memory than the cap"), "{e:#}")
+        }
+        other => panic!(
+            "expected the memory cap to stop the call, got {:?} at {} MiB",
+            other.map(|o| o.len()),
+            host.guest_memory_bytes() >> 20
+        ),
+    }
+    assert_eq!(host.stats("agent").unwrap().total, 1, "nothing of the failed call stored, nothing lost");
+    assert_eq!(recall_texts(&mut host, "agent", "中文CSV", 1), vec![CSV_FIX]);
+    host.retain("agent", &[item("Run the integration tests with TZ=UTC")], Some(NOW)).unwrap();
+    assert_eq!(host.stats("agent").unwrap().total, 2);
 }
