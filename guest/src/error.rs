@@ -11,6 +11,9 @@ pub enum Error {
     Corrupt(String),
     /// The language model was needed and is unavailable, failed, or answered unusably.
     Llm(String),
+    /// Another instance committed first: the commit was refused and changed nothing. Banks
+    /// reload and try again; callers see it only when that keeps failing (as a store error).
+    Conflict(String),
 }
 
 impl Error {
@@ -27,7 +30,8 @@ impl Error {
             | Error::Model(m)
             | Error::Limit(m)
             | Error::Corrupt(m)
-            | Error::Llm(m) => m,
+            | Error::Llm(m)
+            | Error::Conflict(m) => m,
         }
     }
 
@@ -50,6 +54,7 @@ impl fmt::Display for Error {
             Error::Limit(_) => "limit exceeded",
             Error::Corrupt(_) => "corrupt data",
             Error::Llm(_) => "language model error",
+            Error::Conflict(_) => "conflicting write",
         };
         write!(f, "{kind}: {}", self.message())
     }

@@ -9,13 +9,16 @@ use crate::error::{Error, Result};
 pub enum Op {
     Put(String, Vec<u8>),
     Delete(String),
+    /// The commit applies only if the key holds exactly this value (None: absent); otherwise it
+    /// changes nothing and fails with `Error::Conflict`.
+    Expect(String, Option<Vec<u8>>),
 }
 
 pub trait Store {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
     /// Keys starting with `prefix` in byte order, after `start_after`, at most `limit` of them.
     fn scan(&self, prefix: &str, start_after: Option<&str>, limit: u32) -> Result<Vec<(String, Vec<u8>)>>;
-    /// Applies all ops atomically.
+    /// Applies all ops atomically, or none when an `Expect` does not hold.
     fn commit(&self, ops: Vec<Op>) -> Result<()>;
 }
 
@@ -100,6 +103,13 @@ impl Store for MemStore {
             return Err(Error::Store("injected commit failure".into()));
         }
         let mut map = self.map.borrow_mut();
+        for op in &ops {
+            if let Op::Expect(k, want) = op {
+                if map.get(k) != want.as_ref() {
+                    return Err(Error::Conflict(format!("{k} changed since it was read")));
+                }
+            }
+        }
         for op in ops {
             match op {
                 Op::Put(k, v) => {
@@ -108,6 +118,7 @@ impl Store for MemStore {
                 Op::Delete(k) => {
                     map.remove(&k);
                 }
+                Op::Expect(..) => {}
             }
         }
         Ok(())

@@ -59,9 +59,13 @@ impl store::Store for HostStore {
             .map(|op| match op {
                 store::Op::Put(k, v) => wit_store::Op::Put((k, v)),
                 store::Op::Delete(k) => wit_store::Op::Delete(k),
+                store::Op::Expect(k, v) => wit_store::Op::Expect((k, v)),
             })
             .collect();
-        wit_store::commit(&ops).map_err(Error::Store)
+        wit_store::commit(&ops).map_err(|e| match e {
+            wit_store::CommitError::Conflict(m) => Error::Conflict(m),
+            wit_store::CommitError::Failed(m) => Error::Store(m),
+        })
     }
 }
 
@@ -374,7 +378,7 @@ impl From<Error> for t::Error {
         match e {
             Error::InvalidInput(m) => t::Error::InvalidInput(m),
             Error::NotFound(m) => t::Error::NotFound(m),
-            Error::Store(m) => t::Error::Store(m),
+            Error::Store(m) | Error::Conflict(m) => t::Error::Store(m),
             Error::Model(m) => t::Error::Model(m),
             Error::Limit(m) => t::Error::Limit(m),
             Error::Corrupt(m) => t::Error::Corrupt(m),

@@ -12,7 +12,21 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 pub enum KvOp {
     Put(String, Vec<u8>),
     Delete(String),
+    /// The batch applies only if the key holds exactly this value (None: absent).
+    Expect(String, Option<Vec<u8>>),
 }
+
+/// A commit refused because an `Expect` did not hold: another writer committed first.
+#[derive(Debug)]
+pub struct Conflict(pub String);
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} changed since it was read", self.0)
+    }
+}
+
+impl std::error::Error for Conflict {}
 
 /// An ordered key-value space with atomic batches. Shared by every instance of a host.
 pub trait Kv: Send + Sync {
@@ -23,6 +37,7 @@ pub trait Kv: Send + Sync {
         start_after: Option<&str>,
         limit: u32,
     ) -> anyhow::Result<Vec<(String, Vec<u8>)>>;
+    /// Applies every op or none; fails with `Conflict` when an `Expect` does not hold.
     fn commit(&self, ops: Vec<KvOp>) -> anyhow::Result<()>;
 }
 
@@ -109,7 +124,19 @@ impl Kv for SqliteKv {
 
     fn commit(&self, ops: Vec<KvOp>) -> anyhow::Result<()> {
         let mut conn = self.conn.lock().unwrap();
+        // IMMEDIATE: the write lock is taken before the expectations are read, so no other
+        // process can commit between the check and the writes.
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for op in &ops {
+            if let KvOp::Expect(key, want) = op {
+                let have: Option<Vec<u8>> = tx
+                    .query_row("SELECT value FROM kv WHERE key = ?1", [key.as_bytes()], |row| row.get(0))
+                    .optional()?;
+                if have != *want {
+                    return Err(Conflict(key.clone()).into()); // dropping tx rolls back
+                }
+            }
+        }
         {
             let mut put = tx.prepare_cached("INSERT OR REPLACE INTO kv (key, value) VALUES (?1, ?2)")?;
             let mut delete = tx.prepare_cached("DELETE FROM kv WHERE key = ?1")?;
@@ -117,6 +144,7 @@ impl Kv for SqliteKv {
                 match op {
                     KvOp::Put(k, v) => put.execute(params![k.as_bytes(), v])?,
                     KvOp::Delete(k) => delete.execute(params![k.as_bytes()])?,
+                    KvOp::Expect(..) => 0,
                 };
             }
         }
@@ -164,6 +192,13 @@ impl Kv for MemoryKv {
 
     fn commit(&self, ops: Vec<KvOp>) -> anyhow::Result<()> {
         let mut map = self.map.lock().unwrap();
+        for op in &ops {
+            if let KvOp::Expect(key, want) = op {
+                if map.get(key) != want.as_ref() {
+                    return Err(Conflict(key.clone()).into());
+                }
+            }
+        }
         for op in ops {
             match op {
                 KvOp::Put(k, v) => {
@@ -172,6 +207,7 @@ impl Kv for MemoryKv {
                 KvOp::Delete(k) => {
                     map.remove(&k);
                 }
+                KvOp::Expect(..) => {}
             }
         }
         Ok(())

@@ -21,7 +21,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use crate::bindings::exports::hindsight::memory::engine as guest;
 use crate::bindings::hindsight::memory::{llm, store, types};
 use crate::bindings::Memory as MemoryWorld;
-use crate::kv::{Kv, KvOp};
+use crate::kv::{Conflict, Kv, KvOp};
 use crate::llm::{LlmClient, LlmConfig};
 
 /// The component this host was built with.
@@ -173,15 +173,19 @@ impl store::Host for HostState {
         self.kv.scan(&prefix, start_after.as_deref(), limit).map_err(|e| format!("{e:#}"))
     }
 
-    fn commit(&mut self, ops: Vec<store::Op>) -> Result<(), String> {
+    fn commit(&mut self, ops: Vec<store::Op>) -> Result<(), store::CommitError> {
         let ops = ops
             .into_iter()
             .map(|op| match op {
                 store::Op::Put((k, v)) => KvOp::Put(k, v),
                 store::Op::Delete(k) => KvOp::Delete(k),
+                store::Op::Expect((k, v)) => KvOp::Expect(k, v),
             })
             .collect();
-        self.kv.commit(ops).map_err(|e| format!("{e:#}"))
+        self.kv.commit(ops).map_err(|e| match e.downcast_ref::<Conflict>() {
+            Some(conflict) => store::CommitError::Conflict(conflict.to_string()),
+            None => store::CommitError::Failed(format!("{e:#}")),
+        })
     }
 }
 

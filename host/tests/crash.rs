@@ -252,3 +252,26 @@ fn kill_at_random(db: &Path, args: &[&str], full_ms: u64, rng: &mut Rng) -> Opti
     eprintln!("{} at {} ms of ~{full_ms}: {what}", args[0], at.as_millis());
     finished.then(|| t.elapsed().as_millis() as u64)
 }
+
+#[test]
+fn two_processes_writing_one_bank_lose_no_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shared.db");
+    let mut rng = Rng(7);
+    let (left, right): (Vec<usize>, Vec<usize>) = (0..2000).partition(|i| i % 2 == 0);
+    let (dl, dr) = (dir.path().join("left"), dir.path().join("right"));
+    std::fs::create_dir_all(&dl).unwrap();
+    std::fs::create_dir_all(&dr).unwrap();
+    let acks = std::thread::scope(|s| {
+        let a = s.spawn(|| retain_run(&db, &dl, &left, None, &mut Rng(1)));
+        let b = s.spawn(|| retain_run(&db, &dr, &right, None, &mut Rng(2)));
+        let mut acks = a.join().unwrap();
+        acks.extend(b.join().unwrap());
+        acks
+    });
+    assert_eq!(acks.len(), 2000, "every line of both files was acknowledged");
+    let acked: BTreeMap<String, usize> = acks.into_iter().map(|(i, id)| (id, i)).collect();
+    assert_eq!(acked.len(), 2000, "2000 distinct memories");
+    check(&db, &acked, &mut rng);
+    assert_eq!(open(&db).stats(BANK).unwrap().total, 2000, "nothing more, nothing less");
+}

@@ -11,7 +11,7 @@ import * as shim from '@bytecodealliance/preview2-shim';
 import { instantiate } from '../generated/hindsight.js';
 import { OpenAiLlm, llmConfigFromEnv } from './llm.js';
 import { modelsDir, wasmPath } from './paths.js';
-import { SqliteStore } from './store.js';
+import { Conflict, SqliteStore } from './store.js';
 
 /** An error the engine returned: `kind` is the WIT variant (invalid-input, not-found, …), or `trap`. */
 export class HindsightError extends Error {
@@ -56,14 +56,19 @@ function storeImports(store) {
     try {
       return f(...args);
     } catch (e) {
-      if (e && Object.hasOwn(e, 'payload')) throw e;
       throw { payload: `${what}: ${e.message}` };
     }
   };
   return {
     get: guarded('get', (key) => store.get(key)),
     scan: guarded('scan', (prefix, after, limit) => store.scan(prefix, after, limit)),
-    commit: guarded('commit', (ops) => store.commit(ops)),
+    commit: (ops) => {
+      try {
+        store.commit(ops);
+      } catch (e) {
+        throw { payload: { tag: e instanceof Conflict ? 'conflict' : 'failed', val: e.message } };
+      }
+    },
   };
 }
 

@@ -13,6 +13,13 @@ function prefixEnd(prefix) {
   return null;
 }
 
+/** An `expect` op did not hold: another writer committed first. */
+export class Conflict extends Error {
+  constructor(key) {
+    super(`${key} changed since it was read`);
+  }
+}
+
 export class SqliteStore {
   constructor(path) {
     this.db = new Database(path, { timeout: 10_000 });
@@ -27,8 +34,15 @@ export class SqliteStore {
     this.deleteStmt = this.db.prepare('DELETE FROM kv WHERE key = ?');
     this.applyOps = this.db.transaction((ops) => {
       for (const op of ops) {
+        if (op.tag !== 'expect') continue;
+        const [key, want] = op.val;
+        const have = this.getStmt.get(Buffer.from(key));
+        const same = have ? want !== undefined && Buffer.compare(have.value, Buffer.from(want)) === 0 : want === undefined;
+        if (!same) throw new Conflict(key); // thrown inside the transaction: it rolls back
+      }
+      for (const op of ops) {
         if (op.tag === 'put') this.putStmt.run(Buffer.from(op.val[0]), op.val[1]);
-        else this.deleteStmt.run(Buffer.from(op.val));
+        else if (op.tag === 'delete') this.deleteStmt.run(Buffer.from(op.val));
       }
     });
   }
@@ -61,7 +75,10 @@ export class SqliteStore {
     return this.db.prepare(sql).all(...args).map((r) => [r.key.toString('utf8'), new Uint8Array(r.value)]);
   }
 
-  /** Every op or none, in one transaction: `{tag: 'put', val: [key, bytes]}` or `{tag: 'delete', val: key}`. */
+  /**
+   * Every op or none, in one transaction: `{tag: 'put', val: [key, bytes]}`, `{tag: 'delete', val: key}`,
+   * or `{tag: 'expect', val: [key, bytes | undefined]}`, which throws `Conflict` unless the key holds that now.
+   */
   commit(ops) {
     this.applyOps.immediate(ops); // BEGIN IMMEDIATE: take the write lock before reading
   }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { Hindsight, HindsightError } from '../src/index.js';
+import { Conflict, SqliteStore } from '../src/store.js';
 import { expected, memories, recallAll, scenario } from './scenario.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hindsight-node-'));
@@ -100,4 +101,18 @@ test('the LLM import reaches an OpenAI-compatible server through fetch', async (
   assert.equal(kept.action, 'created', JSON.stringify(kept));
   assert.match(kept.reason, /HTTP 503/);
   hs.close();
+});
+
+test('the store applies a commit only while its expectations hold', () => {
+  const store = new SqliteStore(join(dir, 'expect.db'));
+  const bytes = (s) => new TextEncoder().encode(s);
+  store.commit([{ tag: 'expect', val: ['b/x/seq', undefined] }, { tag: 'put', val: ['b/x/seq', bytes('1')] }]);
+  assert.throws(
+    () => store.commit([{ tag: 'expect', val: ['b/x/seq', undefined] }, { tag: 'put', val: ['b/x/m/a', bytes('lost')] }]),
+    Conflict,
+  );
+  assert.equal(store.get('b/x/m/a'), undefined, 'a refused commit applies nothing');
+  store.commit([{ tag: 'expect', val: ['b/x/seq', bytes('1')] }, { tag: 'delete', val: 'b/x/seq' }]);
+  assert.equal(store.get('b/x/seq'), undefined);
+  store.close();
 });

@@ -21,7 +21,7 @@ from wasmtime.component import Component, Linker, Variant
 from . import _wit
 from ._wit import Obj, lift, record
 from .llm import LlmConfig, LlmFailed, LlmUnavailable, OpenAiLlm
-from .store import SqliteStore
+from .store import Conflict, SqliteStore
 
 __all__ = ["Hindsight", "Bank", "HindsightError", "LlmConfig", "Obj"]
 
@@ -137,13 +137,14 @@ class Hindsight:
             except Exception as e:  # noqa: BLE001 - the guest gets the message as its error
                 return f"scan {prefix!r}: {e}"
 
-        def commit(_: Any, ops: List[Any]) -> Optional[str]:
-            # wasmtime-py lifts `op` untagged: put is a (key, value) tuple, delete the key.
+        def commit(_: Any, ops: List[Variant]) -> Optional[Variant]:
             try:
-                store.commit([("put", op) if isinstance(op, tuple) else ("delete", op) for op in ops])
+                store.commit([(op.tag, op.payload) for op in ops])
                 return None
-            except Exception as e:  # noqa: BLE001
-                return f"commit: {e}"
+            except Conflict as e:
+                return Variant("conflict", str(e))
+            except Exception as e:  # noqa: BLE001 - the guest gets the message as its error
+                return Variant("failed", f"commit: {e}")
 
         def complete(_: Any, request: Any) -> Any:
             try:

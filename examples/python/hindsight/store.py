@@ -9,6 +9,10 @@ from typing import List, Optional, Tuple
 SCHEMA = "CREATE TABLE IF NOT EXISTS kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID"
 
 
+class Conflict(Exception):
+    """An `expect` op did not hold: another writer committed first."""
+
+
 def _prefix_end(prefix: bytes) -> Optional[bytes]:
     """The smallest key greater than every key starting with `prefix`."""
     end = bytearray(prefix)
@@ -54,14 +58,21 @@ class SqliteStore:
         return [(bytes(k).decode(), bytes(v)) for k, v in self.conn.execute(sql, args)]
 
     def commit(self, ops: List[Tuple[str, object]]) -> None:
-        """Applies every op or none: ("put", (key, value)) or ("delete", key)."""
+        """Applies every op or none: ("put", (key, value)), ("delete", key), or ("expect", (key,
+        value or None)), which raises `Conflict` unless the key holds exactly that now."""
+        # IMMEDIATE: the write lock is taken before the expectations are read.
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            for tag, payload in ops:
+                if tag == "expect":
+                    key, want = payload  # type: ignore[misc]
+                    if self.get(key) != (None if want is None else bytes(want)):
+                        raise Conflict(f"{key} changed since it was read")
             for tag, payload in ops:
                 if tag == "put":
                     key, value = payload  # type: ignore[misc]
                     self.conn.execute("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", (key.encode(), value))
-                else:
+                elif tag == "delete":
                     self.conn.execute("DELETE FROM kv WHERE key = ?", (payload.encode(),))  # type: ignore[union-attr]
             self.conn.execute("COMMIT")
         except BaseException:

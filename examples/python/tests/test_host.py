@@ -9,6 +9,7 @@ import pytest
 
 from conftest import memories, recall_all
 from hindsight import Hindsight, HindsightError, LlmConfig
+from hindsight.store import Conflict, SqliteStore
 
 
 def assert_same_as_rust(actual: list, expected: dict) -> None:
@@ -108,3 +109,14 @@ def test_a_call_past_the_deadline_traps_and_the_next_call_recovers_from_the_stor
         hs.set_call_deadline(120)
         assert bank.get(kept.id).content == "Never send customer emails from the staging environment"
         assert bank.stats().active == 1
+
+
+def test_the_store_applies_a_commit_only_while_its_expectations_hold(tmp_path):
+    store = SqliteStore(str(tmp_path / "expect.db"))
+    store.commit([("expect", ("b/x/seq", None)), ("put", ("b/x/seq", b"1"))])
+    with pytest.raises(Conflict):
+        store.commit([("expect", ("b/x/seq", None)), ("put", ("b/x/m/a", b"lost"))])
+    assert store.get("b/x/m/a") is None, "a refused commit applies nothing"
+    store.commit([("expect", ("b/x/seq", b"1")), ("delete", "b/x/seq")])
+    assert store.get("b/x/seq") is None
+    store.close()

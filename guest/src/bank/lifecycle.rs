@@ -77,6 +77,15 @@ impl Bank {
         outcome: FeedbackOutcome,
         now: Timestamp,
     ) -> Result<Vec<Memory>> {
+        self.transact(|bank| bank.feedback_once(ids, outcome, now))
+    }
+
+    fn feedback_once(
+        &mut self,
+        ids: &[String],
+        outcome: FeedbackOutcome,
+        now: Timestamp,
+    ) -> Result<Vec<Memory>> {
         if ids.is_empty() {
             return Err(Error::invalid("ids", "must name at least one memory"));
         }
@@ -158,6 +167,10 @@ impl Bank {
     /// Decay, archiving, expiry, late merging and the capacity cap, in one commit; the report
     /// lists every memory archived or merged and why. Nothing is erased.
     pub fn maintain(&mut self, now: Timestamp) -> Result<MaintainReport> {
+        self.transact(|bank| bank.maintain_once(now))
+    }
+
+    fn maintain_once(&mut self, now: Timestamp) -> Result<MaintainReport> {
         self.sync()?;
         let ms = self.settings.maintain.clone();
         let days = |d: f32| (d as f64 * DAY_MS as f64) as i64;

@@ -255,8 +255,31 @@ impl Bank {
         Ok(())
     }
 
-    /// Commits `ops` plus the bumped sequence number; the in-memory state is only touched by the
-    /// caller after this succeeds, so a failed commit changes nothing.
+    /// Runs a mutating operation on the bank as the store holds it now. Every commit expects the
+    /// sequence number this instance last saw; when another instance (another process on the
+    /// same file) committed in between, the store refuses the commit, and the operation runs
+    /// again on the reloaded bank, so neither instance's acknowledged write is overwritten.
+    fn transact<T>(&mut self, mut op: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
+        const TRIES: usize = 8;
+        for _ in 1..TRIES {
+            self.sync()?;
+            match op(self) {
+                Err(Error::Conflict(_)) => continue,
+                other => return other,
+            }
+        }
+        self.sync()?;
+        op(self).map_err(|e| match e {
+            Error::Conflict(m) => {
+                Error::Store(format!("{m}: other writers kept committing first ({TRIES} tries)"))
+            }
+            e => e,
+        })
+    }
+
+    /// Commits `ops` plus the bumped sequence number, if the stored sequence is still the one
+    /// this instance applied; the in-memory state is only touched by the caller after this
+    /// succeeds, so a failed commit changes nothing.
     fn commit(&mut self, mut ops: Vec<Op>, now: Timestamp) -> Result<()> {
         if !self.state.has_meta {
             let meta = Meta {
@@ -266,7 +289,9 @@ impl Bank {
             };
             ops.push(Op::Put(self.key("meta"), serde_json::to_vec(&meta).expect("meta serialises")));
         }
-        let next = self.state.applied + 1;
+        let applied = self.state.applied;
+        ops.insert(0, Op::Expect(self.key("seq"), (applied > 0).then(|| applied.to_le_bytes().to_vec())));
+        let next = applied + 1;
         ops.push(Op::Put(self.key("seq"), next.to_le_bytes().to_vec()));
         self.store.commit(ops)?;
         self.state.applied = next;
@@ -307,6 +332,10 @@ impl Bank {
     }
 
     pub fn recall(&mut self, q: RecallQuery) -> Result<RecallResult> {
+        self.transact(|bank| bank.recall_once(q.clone()))
+    }
+
+    fn recall_once(&mut self, q: RecallQuery) -> Result<RecallResult> {
         let limits = &self.settings.limits;
         let query = q.query.trim();
         if query.is_empty() {
@@ -433,6 +462,10 @@ impl Bank {
     /// Soft: the memory is archived (kept, restorable, never recalled). Hard: the record and its
     /// vector are deleted from the store and every index.
     pub fn forget(&mut self, id: &str, hard: bool, now: Timestamp) -> Result<()> {
+        self.transact(|bank| bank.forget_once(id, hard, now))
+    }
+
+    fn forget_once(&mut self, id: &str, hard: bool, now: Timestamp) -> Result<()> {
         self.sync()?;
         let memory = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         if hard {
@@ -461,6 +494,10 @@ impl Bank {
     }
 
     pub fn restore(&mut self, id: &str, now: Timestamp) -> Result<Memory> {
+        self.transact(|bank| bank.restore_once(id, now))
+    }
+
+    fn restore_once(&mut self, id: &str, now: Timestamp) -> Result<Memory> {
         self.sync()?;
         let mut m = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         match m.status {

@@ -53,6 +53,15 @@ impl Bank {
         now: Timestamp,
         ask_importance: bool,
     ) -> Result<Vec<RetainOutcome>> {
+        self.transact(|bank| bank.retain_once(items.clone(), now, ask_importance))
+    }
+
+    fn retain_once(
+        &mut self,
+        items: Vec<NewMemory>,
+        now: Timestamp,
+        ask_importance: bool,
+    ) -> Result<Vec<RetainOutcome>> {
         let limits = &self.settings.limits;
         if items.is_empty() {
             return Err(Error::invalid("items", "must hold at least one item"));

@@ -311,3 +311,62 @@ fn the_event_month_and_year_are_keywords() {
     let hits = bank.recall(query("what happened in May 2023")).unwrap();
     assert_eq!(texts(&hits)[0], "went hiking");
 }
+
+/// A store that lets another writer commit just before this instance's next commit: the race
+/// two processes on one file run into.
+type Armed = Rc<std::cell::RefCell<Option<Box<dyn FnOnce()>>>>;
+
+struct CommitsFirst {
+    inner: Rc<MemStore>,
+    other: Armed,
+}
+
+impl crate::store::Store for CommitsFirst {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+    fn scan(&self, prefix: &str, after: Option<&str>, limit: u32) -> Result<Vec<(String, Vec<u8>)>> {
+        self.inner.scan(prefix, after, limit)
+    }
+    fn commit(&self, ops: Vec<crate::store::Op>) -> Result<()> {
+        if let Some(other) = self.other.borrow_mut().take() {
+            other();
+        }
+        self.inner.commit(ops)
+    }
+}
+
+#[test]
+fn a_stale_instance_never_overwrites_another_instances_commit() {
+    let store = Rc::new(MemStore::new());
+    let mut a = open(&store);
+    let fact = "the orders service uses PostgreSQL 16";
+    let id = a.retain(vec![NewMemory::text(fact)], NOW).unwrap()[0].id.clone().unwrap();
+
+    // B reads the bank, then A archives the memory before B's commit lands; B is retaining the
+    // same fact again, which on its stale view would reinforce the memory and write it back
+    // as active.
+    let armed: Armed = Rc::default();
+    let mut b = Bank::open(
+        "test",
+        Box::new(CommitsFirst { inner: store.clone(), other: armed.clone() }),
+        Rc::new(HashEmbedder { dimension: 64 }),
+        Rc::new(NoLlm),
+        Rc::new(Settings::default()),
+    )
+    .unwrap();
+    let (a_id, a_store) = (id.clone(), store.clone());
+    let arm = move || {
+        let mut a = open(&a_store);
+        a.forget(&a_id, false, NOW + 1).unwrap();
+    };
+    *armed.borrow_mut() = Some(Box::new(arm));
+    let outcome = b.retain(vec![NewMemory::text(fact)], NOW + 2).unwrap().remove(0);
+
+    assert_eq!(open(&store).get(&id).unwrap().status, Status::Archived, "A's archive survived B's write");
+    assert_eq!(b.get(&id).unwrap().status, Status::Archived, "B reloaded and saw it");
+    assert_ne!(outcome.id.as_deref(), Some(id.as_str()), "B did not reinforce a memory A had archived");
+    assert_eq!(b.stats().unwrap().sequence, 3, "one commit each, none lost: {outcome:?}");
+    a.sync().unwrap();
+    assert_eq!(a.stats().unwrap().total, 2);
+}
