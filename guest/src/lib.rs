@@ -9,6 +9,8 @@ pub mod engine;
 pub mod error;
 pub mod filter;
 pub mod index;
+#[doc(hidden)]
+pub mod invariants;
 pub mod lexical;
 pub mod llm;
 pub mod prompt;
