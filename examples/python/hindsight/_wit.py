@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from wasmtime import _ffi as ffi
-from wasmtime.component import ListType, Record, ResourceAny, Variant
+from wasmtime.component import ListType, Record, Variant
 
 _VAL_SIZE = ctypes.sizeof(ffi.wasmtime_component_val_t)
 _VAL_OFFSET = ffi.wasmtime_component_val_t.of.offset
@@ -97,6 +97,4 @@ def lower(value: Any) -> Any:
         return record(value)
     if isinstance(value, list):
         return [lower(v) for v in value]
-    if isinstance(value, (Record, ResourceAny, Variant)):
-        return value
     return value

@@ -96,7 +96,6 @@ impl Bank {
                 self.settings.limits.max_k
             )));
         }
-        self.sync()?;
         let f = &self.settings.feedback;
         let mut changed: Vec<Memory> = Vec::new();
         for id in ids {
@@ -171,7 +170,6 @@ impl Bank {
     }
 
     fn maintain_once(&mut self, now: Timestamp) -> Result<MaintainReport> {
-        self.sync()?;
         let ms = self.settings.maintain.clone();
         let days = |d: f32| (d as f64 * DAY_MS as f64) as i64;
         let mut report = MaintainReport::default();

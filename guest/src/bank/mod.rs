@@ -353,7 +353,6 @@ impl Bank {
                 return Err(Error::invalid("min-score", "must be a finite number"));
             }
         }
-        self.sync()?;
         let query_vector = match q.vector.clone() {
             Some(v) => checked_vector(v, self.embedder.dimension())?,
             None => self.embedder.embed_batch(&[query])?.remove(0),
@@ -466,7 +465,6 @@ impl Bank {
     }
 
     fn forget_once(&mut self, id: &str, hard: bool, now: Timestamp) -> Result<()> {
-        self.sync()?;
         let memory = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         if hard {
             let mut ops =
@@ -498,7 +496,6 @@ impl Bank {
     }
 
     fn restore_once(&mut self, id: &str, now: Timestamp) -> Result<Memory> {
-        self.sync()?;
         let mut m = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         match m.status {
             Status::Active => return Ok(m),

@@ -73,7 +73,6 @@ impl Bank {
                 limits.max_items_per_retain
             )));
         }
-        self.sync()?;
         let mut pending = self.validate(items, now)?;
         self.apply_rules(&mut pending);
         if ask_importance {
