@@ -7,13 +7,14 @@ use serde_json::{json, Map, Value};
 
 use crate::types::{
     DistillMethod, Distilled, FailureType, FeedbackOutcome, HistoryEntry, HistoryEvent, MaintainAction,
-    MaintainReport, Memory, MemoryKind, NewMemory, RecallQuery, Recalled, RetainAction, RetainOutcome, Scope,
-    ScopeLevel, Score, Source, Status, StepKind, TaskEnd, TaskOutcome, TaskState,
+    MaintainReport, Memory, MemoryKind, NewMemory, RecallQuery, RecallResult, Recalled, RetainAction,
+    RetainOutcome, Scope, ScopeLevel, Score, Source, Status, StepKind, TaskEnd, TaskOutcome, TaskState,
 };
 
 /// Names of a WIT enum's cases, as the CLI and JSON spell them.
 macro_rules! names {
-    ($parse:ident, $name:ident, $ty:ty, $field:literal, [$($variant:ident = $text:literal),+]) => {
+    ($parse:ident, $name:ident, $all:ident, $ty:ty, $field:literal, [$($variant:ident = $text:literal),+]) => {
+        pub const $all: &[&str] = &[$($text),+];
         pub fn $parse(text: &str) -> anyhow::Result<$ty> {
             match text.trim() {
                 $($text => Ok(<$ty>::$variant),)+
@@ -21,7 +22,7 @@ macro_rules! names {
                     "{}: unknown value {:?}; expected one of {}",
                     $field,
                     other,
-                    [$($text),+].join(", ")
+                    $all.join(", ")
                 ),
             }
         }
@@ -34,6 +35,7 @@ macro_rules! names {
 names!(
     parse_kind,
     kind_name,
+    KIND_NAMES,
     MemoryKind,
     "kind",
     [Episodic = "episodic", Semantic = "semantic", Procedural = "procedural"]
@@ -41,6 +43,7 @@ names!(
 names!(
     parse_scope_level,
     scope_level_name,
+    SCOPE_LEVEL_NAMES,
     ScopeLevel,
     "scope",
     [Global = "global", Project = "project", Session = "session"]
@@ -48,6 +51,7 @@ names!(
 names!(
     parse_source,
     source_name,
+    SOURCE_NAMES,
     Source,
     "source",
     [
@@ -61,6 +65,7 @@ names!(
 names!(
     parse_failure_type,
     failure_type_name,
+    FAILURE_TYPE_NAMES,
     FailureType,
     "failure-type",
     [Transient = "transient", Permanent = "permanent"]
@@ -68,6 +73,7 @@ names!(
 names!(
     parse_action,
     action_name,
+    ACTION_NAMES,
     RetainAction,
     "action",
     [
@@ -81,6 +87,7 @@ names!(
 names!(
     parse_feedback,
     feedback_name,
+    FEEDBACK_NAMES,
     FeedbackOutcome,
     "outcome",
     [Success = "success", Failure = "failure", Correction = "correction"]
@@ -88,6 +95,7 @@ names!(
 names!(
     parse_history_event,
     history_event_name,
+    HISTORY_EVENT_NAMES,
     HistoryEvent,
     "event",
     [Created = "created", Superseded = "superseded", Merged = "merged", Archived = "archived"]
@@ -95,6 +103,7 @@ names!(
 names!(
     parse_step_kind,
     step_kind_name,
+    STEP_KIND_NAMES,
     StepKind,
     "type",
     [
@@ -108,6 +117,7 @@ names!(
 names!(
     parse_task_outcome,
     task_outcome_name,
+    TASK_OUTCOME_NAMES,
     TaskOutcome,
     "outcome",
     [Success = "success", Failure = "failure", Interrupted = "interrupted"]
@@ -115,6 +125,7 @@ names!(
 names!(
     parse_distill_method,
     distill_method_name,
+    DISTILL_METHOD_NAMES,
     DistillMethod,
     "method",
     [Llm = "llm", Rules = "rules", None = "none"]
@@ -122,6 +133,7 @@ names!(
 names!(
     parse_maintain_action,
     maintain_action_name,
+    MAINTAIN_ACTION_NAMES,
     MaintainAction,
     "action",
     [Archived = "archived", Merged = "merged"]
@@ -129,6 +141,7 @@ names!(
 names!(
     parse_status,
     status_name,
+    STATUS_NAMES,
     Status,
     "status",
     [Active = "active", Superseded = "superseded", Merged = "merged", Archived = "archived"]
@@ -487,6 +500,11 @@ pub fn recalled_json(r: &Recalled) -> Value {
     v["conflicting"] = json!(r.conflicting);
     v["possibly_stale"] = json!(r.possibly_stale);
     v
+}
+
+/// `recall --json` and the MCP `memory_search` result: the items and the prompt block.
+pub fn recall_json(r: &RecallResult) -> Value {
+    json!({"items": r.items.iter().map(recalled_json).collect::<Vec<_>>(), "prompt": r.prompt})
 }
 
 /// Six decimals: enough to compare scores across hosts, without f32 noise in the output.

@@ -13,7 +13,9 @@ pub mod convert;
 pub mod eval;
 pub mod kv;
 pub mod llm;
+pub mod mcp;
 pub mod models;
+pub mod pool;
 pub mod runtime;
 pub mod scripted_llm;
 

@@ -126,6 +126,23 @@ enum Command {
     Bench(BenchArgs),
     /// Retrieval recall@k on LoCoMo-style turns and questions (JSONL), through the component.
     Eval(EvalArgs),
+    /// Serve the memory tools over MCP on stdin/stdout (for an MCP client's server config).
+    Mcp(PoolArgs),
+    /// Serve the memory tools over MCP's streamable HTTP transport, at /mcp.
+    Serve {
+        /// Address to listen on, e.g. 127.0.0.1:8765 (port 0: any free port, printed on stderr).
+        #[arg(long, value_name = "ADDR")]
+        http: std::net::SocketAddr,
+        #[command(flatten)]
+        pool: PoolArgs,
+    },
+}
+
+#[derive(Args)]
+struct PoolArgs {
+    /// Instances serving banks in parallel (each bank stays on one); default: cores, at most 4.
+    #[arg(long)]
+    workers: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -374,6 +391,17 @@ fn open_host(g: &Global, db: &Path) -> anyhow::Result<Host> {
     Ok(host)
 }
 
+fn mcp_server(g: &Global, args: &PoolArgs) -> anyhow::Result<hindsight::mcp::MemoryServer> {
+    let workers =
+        args.workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(4));
+    let pool = hindsight::pool::Pool::new(open_host(g, &g.db)?, workers)?;
+    Ok(hindsight::mcp::MemoryServer::new(Arc::new(pool), g.bank.clone()))
+}
+
+fn tokio_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let g = cli.global;
     match cli.command {
@@ -492,6 +520,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Mcp(args) => {
+            let server = mcp_server(&g, &args)?;
+            tokio_runtime()?.block_on(hindsight::mcp::serve_stdio(server))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve { http, pool } => {
+            let server = mcp_server(&g, &pool)?;
+            tokio_runtime()?.block_on(hindsight::mcp::serve_http(server, http, |addr| {
+                eprintln!("hindsight: MCP over streamable HTTP at http://{addr}/mcp");
+            }))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Recall(args) => {
             let mut host = open_host(&g, &g.db)?;
             let query = RecallQuery {
@@ -512,8 +552,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 eprintln!("instantiate {:?}", host.timings.instantiate);
             }
             if g.json {
-                let items: Vec<Value> = result.items.iter().map(convert::recalled_json).collect();
-                println!("{}", json!({ "items": items, "prompt": result.prompt }));
+                println!("{}", convert::recall_json(&result));
             } else if result.items.is_empty() {
                 println!("nothing recalled");
             } else {

@@ -95,6 +95,20 @@ impl std::fmt::Display for CallError {
 
 impl std::error::Error for CallError {}
 
+impl CallError {
+    /// For a single-item retain: "importance: …" rather than the batch's "items[0].importance: …".
+    pub fn without_item_prefix(self) -> CallError {
+        let strip = |m: String| m.strip_prefix("items[0].").map(str::to_string).unwrap_or(m);
+        match self {
+            CallError::Engine(types::Error::InvalidInput(m)) => {
+                CallError::Engine(types::Error::InvalidInput(strip(m)))
+            }
+            CallError::Engine(types::Error::Limit(m)) => CallError::Engine(types::Error::Limit(strip(m))),
+            other => other,
+        }
+    }
+}
+
 pub type CallResult<T> = Result<T, CallError>;
 
 pub struct HostState {
@@ -227,7 +241,7 @@ impl Instance {
 pub struct Host {
     engine: Engine,
     component: Component,
-    linker: Linker<HostState>,
+    linker: Arc<Linker<HostState>>,
     kv: Arc<dyn Kv>,
     llm: Option<Arc<LlmClient>>,
     model: Arc<Vec<u8>>,
@@ -235,8 +249,35 @@ pub struct Host {
     config: HostConfig,
     instance: Option<Instance>,
     component_sha256: String,
-    ticker_stop: Arc<AtomicBool>,
+    _ticker: Arc<EpochTicker>,
     pub timings: Timings,
+}
+
+/// Advances the engine's epoch every tick so call deadlines fire; stops when the last host
+/// sharing the engine is dropped.
+struct EpochTicker {
+    stop: Arc<AtomicBool>,
+}
+
+impl EpochTicker {
+    fn start(engine: &Engine) -> anyhow::Result<EpochTicker> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let engine = engine.clone();
+        let stopped = stop.clone();
+        std::thread::Builder::new().name("hindsight-epoch".into()).spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        })?;
+        Ok(EpochTicker { stop })
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 /// How long the expensive steps took, for `--verbose` and the benchmarks.
@@ -245,12 +286,6 @@ pub struct Timings {
     pub component_load: Duration,
     pub component_from_cache: bool,
     pub instantiate: Duration,
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
-    }
 }
 
 /// The interfaces the component imports, as `package/interface@version` names.
@@ -360,22 +395,12 @@ impl Host {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
         MemoryWorld::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
 
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        {
-            let engine = engine.clone();
-            let stop = ticker_stop.clone();
-            std::thread::Builder::new().name("hindsight-epoch".into()).spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
-                    engine.increment_epoch();
-                }
-            })?;
-        }
+        let ticker = Arc::new(EpochTicker::start(&engine)?);
         let llm = config.llm.clone().map(|c| Arc::new(LlmClient::new(c, kv.clone())));
         Ok(Host {
             engine,
             component,
-            linker,
+            linker: Arc::new(linker),
             kv,
             llm,
             model: Arc::new(model),
@@ -383,9 +408,28 @@ impl Host {
             config,
             instance: None,
             component_sha256,
-            ticker_stop,
+            _ticker: ticker,
             timings: Timings { component_load, component_from_cache: from_cache, ..Default::default() },
         })
+    }
+
+    /// Another host over the same compiled component, store and LLM, with its own instance (made
+    /// on first use): a pool's workers are siblings, so the component is loaded once.
+    pub fn sibling(&self) -> Host {
+        Host {
+            engine: self.engine.clone(),
+            component: self.component.clone(),
+            linker: self.linker.clone(),
+            kv: self.kv.clone(),
+            llm: self.llm.clone(),
+            model: self.model.clone(),
+            tokenizer: self.tokenizer.clone(),
+            config: self.config.clone(),
+            instance: None,
+            component_sha256: self.component_sha256.clone(),
+            _ticker: self._ticker.clone(),
+            timings: Timings { instantiate: Duration::ZERO, ..self.timings.clone() },
+        }
     }
 
     fn deadline_ticks(&self) -> u64 {

@@ -1,0 +1,59 @@
+"""Starting `hindsight mcp` (stdio) and `hindsight serve --http` for the MCP client tests."""
+
+import os
+import re
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def hindsight_bin() -> str:
+    path = os.environ.get("HINDSIGHT_BIN", str(REPO / "target" / "debug" / "hindsight"))
+    if not Path(path).exists():
+        raise RuntimeError(f"{path} is missing: build the workspace first (./dev test does)")
+    return path
+
+
+class HttpServer:
+    """`hindsight serve --http 127.0.0.1:0` in a child process; `url` is its MCP endpoint."""
+
+    def __init__(self, db: Path, bank: str, workers: int):
+        self.process = subprocess.Popen(
+            [hindsight_bin(), "serve", "--http", "127.0.0.1:0", "--db", str(db), "--bank", bank,
+             "--workers", str(workers)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stderr: list[str] = []
+        line = self.process.stderr.readline()
+        match = re.search(r"(http://\S+/mcp)", line)
+        if not match:
+            self.process.kill()
+            raise RuntimeError(f"the server did not say where it listens: {line!r} {self.process.stderr.read()}")
+        self.url = match.group(1)
+        # Keep draining stderr so the server never blocks on a full pipe.
+        threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()
+
+    def stop(self) -> int:
+        self.process.terminate()
+        return self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    servers = []
+
+    def start(bank: str = "default", workers: int = 2) -> HttpServer:
+        server = HttpServer(tmp_path / "http.db", bank, workers)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        if server.process.poll() is None:
+            server.stop()
