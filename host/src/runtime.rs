@@ -295,6 +295,15 @@ pub fn component_imports(config: &HostConfig) -> anyhow::Result<Vec<String>> {
     Ok(component.component_type().imports(&engine).map(|(name, _)| name.to_string()).collect())
 }
 
+/// What the guest is granted beyond the store and the llm: clocks and randomness. No preopened
+/// directory (so no file to name), no environment or arguments, stdio discarded, no TCP, UDP or
+/// name lookup. Tests run a probe component under this same context.
+pub fn sandbox_wasi() -> WasiCtxBuilder {
+    let mut wasi = WasiCtxBuilder::new();
+    wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+    wasi
+}
+
 fn wasm_engine() -> anyhow::Result<Engine> {
     let mut config = Config::new();
     config.wasm_component_model(true);
@@ -438,9 +447,7 @@ impl Host {
 
     fn instantiate(&mut self) -> CallResult<Instance> {
         let start = Instant::now();
-        // No preopened directories, no sockets, no environment: the guest sees only the store,
-        // the llm, clocks and randomness.
-        let wasi = WasiCtxBuilder::new().build();
+        let wasi = sandbox_wasi().build();
         // trap_on_grow_failure: an allocation past the cap stops the call with a clear trap
         // instead of surfacing as a guest-side out-of-memory abort.
         let inner = StoreLimitsBuilder::new()

@@ -1,6 +1,7 @@
 //! What the sandbox and the bank boundary promise, checked: the component imports nothing
-//! beyond the store, the LLM and the WASI interfaces Rust's std needs; one bank never sees
-//! another's memories, even by guessing ids.
+//! beyond the store, the LLM and the WASI interfaces Rust's std needs; a component run under
+//! the host's WASI context can reach no host file, directory, environment or socket; one bank
+//! never sees another's memories, even by guessing ids.
 
 use hindsight::runtime::component_imports;
 use hindsight::types::{Error, TaskUpdate};
@@ -71,4 +72,85 @@ fn banks_in_one_host_and_store_never_see_each_other() {
     for (i, bank) in banks.iter().enumerate() {
         assert_eq!(host.get(bank, &ids[i]).unwrap().confidence, 0.7);
     }
+}
+
+/// Builds `tests/components/sandbox-probe` (a wasm32-wasip2 command, std only: seconds).
+fn sandbox_probe() -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let target_dir = root.join("target").join("test-components");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--quiet", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .arg(root.join("tests/components/sandbox-probe/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the sandbox probe failed");
+    target_dir.join("wasm32-wasip2/release/sandbox-probe.wasm")
+}
+
+struct ProbeState {
+    wasi: wasmtime_wasi::WasiCtx,
+    table: wasmtime::component::ResourceTable,
+}
+
+impl wasmtime_wasi::WasiView for ProbeState {
+    fn ctx(&mut self) -> wasmtime_wasi::WasiCtxView<'_> {
+        wasmtime_wasi::WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Runs the probe with `wasi` (its stdout captured); returns the bit set of what it reached.
+fn run_probe(wasm: &std::path::Path, wasi: &mut wasmtime_wasi::WasiCtxBuilder) -> u32 {
+    use wasmtime::component::{Component, Linker};
+    let stdout = wasmtime_wasi::p2::pipe::MemoryOutputPipe::new(1024);
+    let wasi = wasi.stdout(stdout.clone()).build();
+    let mut config = wasmtime::Config::new();
+    config.wasm_component_model(true);
+    let engine = wasmtime::Engine::new(&config).unwrap();
+    let component = Component::from_file(&engine, wasm).unwrap();
+    let mut linker = Linker::new(&engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).unwrap();
+    let mut store = wasmtime::Store::new(&engine, ProbeState { wasi, table: Default::default() });
+    let command =
+        wasmtime_wasi::p2::bindings::sync::Command::instantiate(&mut store, &component, &linker).unwrap();
+    command.wasi_cli_run().call_run(&mut store).unwrap().expect("the probe ran to the end");
+    let printed = String::from_utf8(stdout.contents().to_vec()).unwrap();
+    printed.trim().parse().unwrap_or_else(|_| panic!("probe printed {printed:?}"))
+}
+
+#[test]
+fn a_component_in_the_hosts_sandbox_reaches_no_host_file_directory_environment_or_socket() {
+    let probe = sandbox_probe();
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "tenant A's API key").unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let args = ["probe".to_string(), secret.to_str().unwrap().to_string(), port];
+
+    // The probe works: given the capabilities, it reaches the file, the directory, the
+    // environment, the socket and writes (so a 0 below means "refused", not "never tried").
+    let mut open = wasmtime_wasi::WasiCtxBuilder::new();
+    open.args(&args)
+        .env("HOME", "/root")
+        .inherit_network()
+        .allow_tcp(true)
+        .preopened_dir(dir.path(), dir.path().to_str().unwrap(), wasmtime_wasi::FsPerms::ReadWrite)
+        .unwrap()
+        .preopened_dir("/", "/", wasmtime_wasi::FsPerms::ReadOnly)
+        .unwrap();
+    assert_eq!(run_probe(&probe, &mut open), 1 | 2 | 4 | 8 | 16 | 32);
+    std::fs::remove_file(secret.with_extension("written")).unwrap();
+
+    // The host's own context (plus the arguments and a stdout to report on, which are data, not
+    // capabilities): nothing.
+    let mut sandboxed = hindsight::runtime::sandbox_wasi();
+    sandboxed.args(&args);
+    let reached = run_probe(&probe, &mut sandboxed);
+    assert_eq!(reached, 0, "bits: 1 file, 2 /etc/passwd, 4 directory, 8 environment, 16 tcp, 32 write");
+    assert!(!secret.with_extension("written").exists());
 }
