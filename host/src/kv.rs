@@ -59,7 +59,8 @@ pub struct SqliteKv {
 
 impl SqliteKv {
     pub fn open(path: &Path) -> anyhow::Result<SqliteKv> {
-        let conn = Connection::open(path).with_context(|| format!("opening database {}", path.display()))?;
+        let mut conn =
+            Connection::open(path).with_context(|| format!("opening database {}", path.display()))?;
         conn.busy_timeout(Duration::from_secs(10))?;
         // WAL: readers never block the writer. synchronous=FULL: an acknowledged commit survives
         // power loss, not only a killed process. secure_delete: a hard-forgotten memory's bytes
@@ -67,9 +68,8 @@ impl SqliteKv {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "secure_delete", "ON")?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;",
-        )?;
+        conn.execute_batch(&format!("CREATE TABLE IF NOT EXISTS kv {KV_COLUMNS};"))?;
+        migrate_without_rowid(&mut conn)?;
         Ok(SqliteKv { conn: Mutex::new(conn) })
     }
 
@@ -79,6 +79,36 @@ impl SqliteKv {
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
         Ok(())
     }
+}
+
+/// A rowid table, not WITHOUT ROWID: the latter keeps whole rows in its interior b-tree cells,
+/// and SQLite reads a divider cell's entire overflow chain to compare keys, so a lookup next to
+/// a 20 MB index segment read all of it (30,000 page reads per recall at 100k memories). Here
+/// the key index holds keys only and a value is read only when its row is asked for.
+const KV_COLUMNS: &str = "(key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL)";
+
+/// Files made before the change hold a WITHOUT ROWID table: copied once into the rowid layout,
+/// in one transaction (another process doing the same waits, then finds it done).
+fn migrate_without_rowid(conn: &mut Connection) -> anyhow::Result<()> {
+    let old_layout = |conn: &Connection| -> rusqlite::Result<bool> {
+        let sql: String =
+            conn.query_row("SELECT sql FROM sqlite_master WHERE name = 'kv'", [], |r| r.get(0))?;
+        Ok(sql.to_ascii_uppercase().contains("WITHOUT ROWID"))
+    };
+    if !old_layout(conn)? {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if old_layout(&tx)? {
+        tx.execute_batch(&format!(
+            "CREATE TABLE kv_rowid {KV_COLUMNS};
+             INSERT INTO kv_rowid (key, value) SELECT key, value FROM kv ORDER BY key;
+             DROP TABLE kv;
+             ALTER TABLE kv_rowid RENAME TO kv;"
+        ))?;
+    }
+    tx.commit().context("moving the store to the rowid layout")?;
+    Ok(())
 }
 
 impl Kv for SqliteKv {
@@ -248,5 +278,31 @@ mod tests {
     fn sqlite_kv_scans_prefixes_in_order() {
         let dir = tempfile::tempdir().unwrap();
         exercise(&SqliteKv::open(&dir.path().join("t.db")).unwrap());
+    }
+
+    #[test]
+    fn a_file_in_the_old_without_rowid_layout_is_moved_with_everything_in_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
+                 INSERT INTO kv VALUES (CAST('b/x/m/1' AS BLOB), x'01'), (CAST('b/z/seq' AS BLOB), x'0203');",
+            )
+            .unwrap();
+        }
+        let kv = SqliteKv::open(&path).unwrap();
+        assert_eq!(kv.get("b/x/m/1").unwrap().as_deref(), Some(&[1u8][..]));
+        assert_eq!(kv.get("b/z/seq").unwrap().as_deref(), Some(&[2u8, 3][..]));
+        let sql: String = kv
+            .conn
+            .lock()
+            .unwrap()
+            .query_row("SELECT sql FROM sqlite_master WHERE name = 'kv'", [], |r| r.get(0))
+            .unwrap();
+        assert!(!sql.to_ascii_uppercase().contains("WITHOUT ROWID"), "{sql}");
+        drop(kv);
+        exercise(&SqliteKv::open(&path).unwrap());
     }
 }

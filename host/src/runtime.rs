@@ -309,6 +309,10 @@ fn wasm_engine() -> anyhow::Result<Engine> {
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    // `HINDSIGHT_PERFMAP=1`: name the guest's functions for `perf` (/tmp/perf-PID.map).
+    if std::env::var_os("HINDSIGHT_PERFMAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     Ok(Engine::new(&config)?)
 }
 

@@ -28,7 +28,7 @@ export class SqliteStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = FULL');
     this.db.pragma('secure_delete = ON');
-    this.db.exec('CREATE TABLE IF NOT EXISTS kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID');
+    this.db.exec('CREATE TABLE IF NOT EXISTS kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL)');
     this.getStmt = this.db.prepare('SELECT value FROM kv WHERE key = ?');
     this.putStmt = this.db.prepare('INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)');
     this.deleteStmt = this.db.prepare('DELETE FROM kv WHERE key = ?');

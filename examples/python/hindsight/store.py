@@ -6,7 +6,7 @@ A file written here opens in the `hindsight` CLI and the Node example, and the o
 import sqlite3
 from typing import List, Optional, Tuple
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID"
+SCHEMA = "CREATE TABLE IF NOT EXISTS kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL)"
 
 
 class Conflict(Exception):
