@@ -1,6 +1,6 @@
 //! Keyword matching: a tokenizer for English and CJK text and a BM25 inverted index over slots.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::settings::LexicalSettings;
 
@@ -107,7 +107,9 @@ struct Doc {
 /// BM25 over documents identified by slot numbers the caller assigns.
 #[derive(Debug, Default)]
 pub struct LexicalIndex {
-    term_ids: HashMap<String, u32>,
+    /// Fx rather than SipHash: opening a bank hashes every word of every memory, and SipHash
+    /// was a tenth of the open time in the component.
+    term_ids: FxHashMap<String, u32>,
     /// postings[term] = (slot, term frequency)
     postings: Vec<Vec<(u32, u32)>>,
     docs: Vec<Doc>,
@@ -123,27 +125,34 @@ impl LexicalIndex {
     pub fn insert(&mut self, slot: u32, text: &str) {
         self.remove(slot);
         let terms = tokenize(text);
-        let mut counts: HashMap<u32, u32> = HashMap::new();
-        for term in &terms {
-            let next = self.term_ids.len() as u32;
-            let id = *self.term_ids.entry(term.clone()).or_insert(next);
-            if id as usize == self.postings.len() {
-                self.postings.push(Vec::new());
-            }
-            *counts.entry(id).or_insert(0) += 1;
+        let mut ids: Vec<u32> = Vec::with_capacity(terms.len());
+        for term in terms {
+            let id = match self.term_ids.get(&term) {
+                Some(&id) => id,
+                None => {
+                    let id = self.term_ids.len() as u32;
+                    self.term_ids.insert(term, id);
+                    self.postings.push(Vec::new());
+                    id
+                }
+            };
+            ids.push(id);
         }
-        let mut doc_terms: Vec<u32> = counts.keys().copied().collect();
-        doc_terms.sort_unstable();
-        for &t in &doc_terms {
-            self.postings[t as usize].push((slot, counts[&t]));
+        let len = ids.len() as u32;
+        // Term frequencies: runs of equal ids once sorted.
+        ids.sort_unstable();
+        let mut doc_terms: Vec<u32> = Vec::with_capacity(ids.len());
+        for run in ids.chunk_by(|a, b| a == b) {
+            self.postings[run[0] as usize].push((slot, run.len() as u32));
+            doc_terms.push(run[0]);
         }
         let slot = slot as usize;
         if self.docs.len() <= slot {
             self.docs.resize(slot + 1, Doc::default());
         }
-        self.docs[slot] = Doc { len: terms.len() as u32, terms: doc_terms, live: true };
+        self.docs[slot] = Doc { len, terms: doc_terms, live: true };
         self.live_docs += 1;
-        self.total_len += terms.len() as u64;
+        self.total_len += len as u64;
     }
 
     pub fn remove(&mut self, slot: u32) {

@@ -4,7 +4,7 @@
 //! shared handle that is not serialised. After loading, graph points have no handle, and the
 //! query point (which always has one) lends it: a search only measures query-to-point.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use instant_distance::{Builder, Hnsw, Point, Search};
@@ -56,7 +56,7 @@ pub struct Segment {
     dim: usize,
     /// Row → slot (DEAD once deleted).
     slots: Vec<u32>,
-    row_of: HashMap<u32, u32>,
+    row_of: FxHashMap<u32, u32>,
 }
 
 /// A segment as stored: by row, the memory ids it was built over, and the graph.

@@ -55,6 +55,6 @@ fn main() -> anyhow::Result<()> {
         let q = RecallQuery { vector: Some(vector.clone()), ..hindsight::convert::recall_query(text, 10) };
         host.recall("bench", &q).map_err(anyhow::Error::new)?;
     }
-    eprintln!("{runs} recalls: {:?} each", t.elapsed() / runs as u32);
+    eprintln!("{runs} recalls: {:?} each", t.elapsed() / runs.max(1) as u32);
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The in-memory image of a bank: its records by slot, and the vector and keyword indexes over them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::index::{TopK, VectorIndex};
 use crate::lexical::LexicalIndex;
@@ -14,7 +14,7 @@ pub(super) struct State {
     pub(super) applied: u64,
     pub(super) has_meta: bool,
     pub(super) slots: Vec<Option<Memory>>,
-    pub(super) by_id: HashMap<String, u32>,
+    pub(super) by_id: FxHashMap<String, u32>,
     pub(super) free: Vec<u32>,
     /// The exact-scan buffer: the vectors of slots not sealed into a segment.
     pub(super) vectors: VectorIndex,
@@ -30,7 +30,7 @@ impl State {
             applied: 0,
             has_meta: false,
             slots: Vec::new(),
-            by_id: HashMap::new(),
+            by_id: FxHashMap::default(),
             free: Vec::new(),
             vectors: VectorIndex::new(dim),
             segments: Vec::new(),
