@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use hindsight::types::{NewMemory, RecallQuery};
 use hindsight::{models, Host, HostConfig, SqliteKv};
 
 fn main() -> anyhow::Result<()> {
@@ -29,17 +28,7 @@ fn main() -> anyhow::Result<()> {
     if fresh {
         let t = Instant::now();
         let corpus = hindsight::bench::derive_corpus(&base, n, n as u64);
-        for chunk in corpus.chunks(1000) {
-            let items: Vec<NewMemory> = chunk
-                .iter()
-                .map(|(t, v)| NewMemory {
-                    force: true,
-                    vector: Some(v.clone()),
-                    ..hindsight::convert::new_memory(t)
-                })
-                .collect();
-            host.retain("bench", &items, None).map_err(anyhow::Error::new)?;
-        }
+        hindsight::bench::retain_corpus(&mut host, &corpus)?;
         host.maintain("bench", None).map_err(anyhow::Error::new)?;
         eprintln!("built {n} in {:?}", t.elapsed());
         drop(host);
@@ -52,8 +41,8 @@ fn main() -> anyhow::Result<()> {
     let t = Instant::now();
     for i in 0..runs {
         let (text, vector) = &queries[i % queries.len()];
-        let q = RecallQuery { vector: Some(vector.clone()), ..hindsight::convert::recall_query(text, 10) };
-        host.recall("bench", &q).map_err(anyhow::Error::new)?;
+        host.recall("bench", &hindsight::bench::query(text, Some(vector.clone())))
+            .map_err(anyhow::Error::new)?;
     }
     eprintln!("{runs} recalls: {:?} each", t.elapsed() / runs.max(1) as u32);
     Ok(())

@@ -203,7 +203,21 @@ fn new_memory(text: &str, vector: Option<Vec<f32>>) -> crate::types::NewMemory {
     crate::types::NewMemory { vector, ..crate::convert::new_memory(text) }
 }
 
-fn query(text: &str, vector: Option<Vec<f32>>) -> crate::types::RecallQuery {
+/// Fills the bank "bench" with `corpus` (text, vector), a thousand per call. The derived corpus
+/// repeats its base texts: stored as given, not deduplicated.
+pub fn retain_corpus(host: &mut Host, corpus: &[(String, Vec<f32>)]) -> anyhow::Result<()> {
+    for chunk in corpus.chunks(1000) {
+        let items: Vec<_> = chunk
+            .iter()
+            .map(|(t, v)| crate::types::NewMemory { force: true, ..new_memory(t, Some(v.clone())) })
+            .collect();
+        ok(host.retain("bench", &items, None))?;
+    }
+    Ok(())
+}
+
+/// The bench's recall: top 10, with the query's vector when given (no embedding).
+pub fn query(text: &str, vector: Option<Vec<f32>>) -> crate::types::RecallQuery {
     crate::types::RecallQuery { vector, ..crate::convert::recall_query(text, 10) }
 }
 
@@ -279,14 +293,7 @@ pub fn size_bench(
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("bench.db");
     let mut host = make_host(&db)?;
-    for chunk in corpus.chunks(1000) {
-        // The derived corpus repeats its base texts: stored as given, not deduplicated.
-        let items: Vec<_> = chunk
-            .iter()
-            .map(|(t, v)| crate::types::NewMemory { force: true, ..new_memory(t, Some(v.clone())) })
-            .collect();
-        ok(host.retain("bench", &items, None))?;
-    }
+    retain_corpus(&mut host, &corpus)?;
     let build_memory = host.guest_memory_bytes();
     let (_, before) = time_recalls(&mut host, queries, runs)?;
     let t = Instant::now();

@@ -58,10 +58,6 @@ impl Pool {
         })
     }
 
-    pub fn workers(&self) -> usize {
-        self.workers.len()
-    }
-
     /// The worker serving `bank`, assigning one on first use.
     pub fn worker_of(&self, bank: &str) -> usize {
         let mut a = self.assignment.lock().unwrap_or_else(|e| e.into_inner());
