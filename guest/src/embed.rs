@@ -171,13 +171,7 @@ pub fn normalize(v: &mut [f32]) {
 }
 
 fn model_id(model: &[u8]) -> String {
-    // FNV-1a over the bytes: cheap, stable across builds, enough to tell files apart.
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in model {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    format!("onnx-{h:016x}")
+    format!("onnx-{:016x}", crate::fingerprint::fingerprint(model))
 }
 
 /// Weight-only int8 models store each table as `Mul(Cast(q), scale)`. A `Gather` of such a table

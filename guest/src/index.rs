@@ -34,6 +34,13 @@ impl VectorIndex {
         self.row_of_slot.get(slot as usize).filter(|&&r| r != NONE).map(|&r| r as usize)
     }
 
+    /// Room for `rows` more vectors: opening a bank knows how many are coming, and growing a
+    /// 100k-vector buffer by doubling copied it several times over.
+    pub fn reserve(&mut self, rows: usize) {
+        self.data.reserve(rows * self.dim);
+        self.slot_of_row.reserve(rows);
+    }
+
     pub fn insert(&mut self, slot: u32, vector: &[f32]) {
         debug_assert_eq!(vector.len(), self.dim);
         if let Some(r) = self.row(slot) {
@@ -87,22 +94,57 @@ impl VectorIndex {
     }
 }
 
+/// Cosine similarity of unit vectors. Over the shorter of the two, so a missing vector (empty)
+/// scores 0 rather than panicking.
 #[inline]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Eight independent accumulators let the compiler keep two simd128 lanes busy.
-    let mut acc = [0f32; 8];
-    let chunks = a.len() / 8;
-    for i in 0..chunks {
-        let (x, y) = (&a[i * 8..i * 8 + 8], &b[i * 8..i * 8 + 8]);
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        wasm_dot(a, b)
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    {
+        let n = a.len().min(b.len());
+        let (a, b) = (&a[..n], &b[..n]);
+        // Eight independent accumulators let the compiler keep two vector lanes busy.
+        let mut acc = [0f32; 8];
+        for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+            for j in 0..8 {
+                acc[j] += x[j] * y[j];
+            }
+        }
+        let tail = n - n % 8;
+        acc.iter().sum::<f32>() + a[tail..].iter().zip(&b[tail..]).map(|(x, y)| x * y).sum::<f32>()
+    }
+}
+
+/// The component's dot product, written for what Cranelift makes of it: wasmtime checks the
+/// epoch at every loop header and Cranelift keeps vectors that live across that check on the
+/// stack, so the portable loop above stored and reloaded its accumulators (and re-checked slice
+/// bounds) every eight floats. Here a loop iteration takes 32 floats, with no bounds checks.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn wasm_dot(a: &[f32], b: &[f32]) -> f32 {
+    use std::arch::wasm32::*;
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc = [f32x4_splat(0.0); 4];
+    for chunk in 0..n / 32 {
         for j in 0..8 {
-            acc[j] += x[j] * y[j];
+            // SAFETY: 32·chunk + 4·j + 4 <= 32·(n / 32) <= n, within both slices.
+            let (x, y) = unsafe {
+                let at = 32 * chunk + 4 * j;
+                (v128_load(pa.add(at) as *const v128), v128_load(pb.add(at) as *const v128))
+            };
+            acc[j % 4] = f32x4_add(acc[j % 4], f32x4_mul(x, y));
         }
     }
-    let mut sum: f32 = acc.iter().sum();
-    for i in chunks * 8..a.len() {
-        sum += a[i] * b[i];
-    }
-    sum
+    let v = f32x4_add(f32x4_add(acc[0], acc[1]), f32x4_add(acc[2], acc[3]));
+    let lanes = f32x4_extract_lane::<0>(v)
+        + f32x4_extract_lane::<1>(v)
+        + f32x4_extract_lane::<2>(v)
+        + f32x4_extract_lane::<3>(v);
+    let tail = n - n % 32;
+    lanes + a[tail..n].iter().zip(&b[tail..n]).map(|(x, y)| x * y).sum::<f32>()
 }
 
 /// Keeps the best `k` (slot, score) pairs seen.
@@ -214,6 +256,17 @@ pub fn near_duplicate_pairs(vectors: &[(u32, &[f32])], threshold: f32) -> Vec<(u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dot_covers_every_length_and_a_missing_vector_scores_zero() {
+        for n in [0, 1, 7, 8, 31, 32, 33, 384, 390] {
+            let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
+            let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - naive).abs() < 1e-4, "n = {n}");
+        }
+        assert_eq!(dot(&[0.5; 384], &[]), 0.0);
+    }
 
     #[test]
     fn exact_search_ranks_by_cosine_and_skips_removed() {

@@ -2,17 +2,89 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::fingerprint::fingerprint;
 use crate::settings::LexicalSettings;
 
-/// Words too common to say anything about a memory.
-const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "did", "do", "does", "for", "from",
-    "had", "has", "have", "he", "her", "his", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of",
-    "on", "or", "our", "she", "so", "that", "the", "their", "them", "then", "there", "these", "they", "this",
-    "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "you",
-    "your", "how", "can", "would", "should", "could", "s", "t", "am", "than", "too", "very", "just", "about",
-    "also",
-];
+/// Words too common to say anything about a memory. A `match` rather than a list: opening a bank
+/// asks this of every word it indexes, and a scan of the list was most of the tokenizer's time.
+fn is_stopword(word: &str) -> bool {
+    matches!(
+        word,
+        "a" | "an"
+            | "and"
+            | "are"
+            | "as"
+            | "at"
+            | "be"
+            | "been"
+            | "but"
+            | "by"
+            | "did"
+            | "do"
+            | "does"
+            | "for"
+            | "from"
+            | "had"
+            | "has"
+            | "have"
+            | "he"
+            | "her"
+            | "his"
+            | "i"
+            | "if"
+            | "in"
+            | "into"
+            | "is"
+            | "it"
+            | "its"
+            | "me"
+            | "my"
+            | "of"
+            | "on"
+            | "or"
+            | "our"
+            | "she"
+            | "so"
+            | "that"
+            | "the"
+            | "their"
+            | "them"
+            | "then"
+            | "there"
+            | "these"
+            | "they"
+            | "this"
+            | "to"
+            | "was"
+            | "we"
+            | "were"
+            | "what"
+            | "when"
+            | "where"
+            | "which"
+            | "who"
+            | "whom"
+            | "why"
+            | "will"
+            | "with"
+            | "you"
+            | "your"
+            | "how"
+            | "can"
+            | "would"
+            | "should"
+            | "could"
+            | "s"
+            | "t"
+            | "am"
+            | "than"
+            | "too"
+            | "very"
+            | "just"
+            | "about"
+            | "also"
+    )
+}
 
 fn is_cjk(c: char) -> bool {
     matches!(c as u32,
@@ -29,72 +101,88 @@ fn is_cjk(c: char) -> bool {
 /// scripts do not separate words with spaces.
 pub fn tokenize(text: &str) -> Vec<String> {
     let mut terms = Vec::new();
+    for_each_term(text, |t| terms.push(t.to_string()));
+    terms
+}
+
+/// [`tokenize`] without an allocation per term: each term is lent to `f`, in order.
+pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
     let mut word = String::new();
-    let mut cjk: Vec<char> = Vec::new();
-    let flush_word = |word: &mut String, terms: &mut Vec<String>| {
+    let mut stemmed = String::new();
+    let mut cjk = String::new();
+    let mut emit_word = |word: &mut String, f: &mut dyn FnMut(&str)| {
         if word.is_empty() {
             return;
         }
         let trimmed = word.trim_matches('_');
         if trimmed.contains('_') {
             for part in trimmed.split('_').filter(|p| !p.is_empty()) {
-                push_word(part, terms);
+                emit_stemmed(part, &mut stemmed, f);
             }
         }
-        push_word(trimmed, terms);
+        emit_stemmed(trimmed, &mut stemmed, f);
         word.clear();
     };
-    let flush_cjk = |cjk: &mut Vec<char>, terms: &mut Vec<String>| {
-        for (i, c) in cjk.iter().enumerate() {
-            terms.push(c.to_string());
-            if let Some(next) = cjk.get(i + 1) {
-                terms.push([*c, *next].iter().collect());
+    let emit_cjk = |cjk: &mut String, f: &mut dyn FnMut(&str)| {
+        let mut chars = cjk.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            let end = i + c.len_utf8();
+            f(&cjk[i..end]);
+            if let Some(&(_, next)) = chars.peek() {
+                f(&cjk[i..end + next.len_utf8()]);
             }
         }
         cjk.clear();
     };
+    let f: &mut dyn FnMut(&str) = &mut f;
     for c in text.chars() {
-        if is_cjk(c) {
-            flush_word(&mut word, &mut terms);
+        if c.is_ascii() {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                emit_cjk(&mut cjk, f);
+                word.push(c.to_ascii_lowercase());
+            } else {
+                emit_word(&mut word, f);
+                emit_cjk(&mut cjk, f);
+            }
+        } else if is_cjk(c) {
+            emit_word(&mut word, f);
             cjk.push(c);
-        } else if c.is_alphanumeric() || c == '_' {
-            flush_cjk(&mut cjk, &mut terms);
+        } else if c.is_alphanumeric() {
+            emit_cjk(&mut cjk, f);
             word.extend(c.to_lowercase());
         } else {
-            flush_word(&mut word, &mut terms);
-            flush_cjk(&mut cjk, &mut terms);
+            emit_word(&mut word, f);
+            emit_cjk(&mut cjk, f);
         }
     }
-    flush_word(&mut word, &mut terms);
-    flush_cjk(&mut cjk, &mut terms);
-    terms
+    emit_word(&mut word, f);
+    emit_cjk(&mut cjk, f);
 }
 
-fn push_word(word: &str, terms: &mut Vec<String>) {
-    if word.is_empty() || STOPWORDS.contains(&word) {
+fn emit_stemmed(word: &str, buffer: &mut String, f: &mut dyn FnMut(&str)) {
+    if word.is_empty() || is_stopword(word) {
         return;
     }
-    terms.push(stem(word));
+    buffer.clear();
+    stem(word, buffer);
+    f(buffer);
 }
 
 /// Folds English plurals ("files" meets "file", "queries" meets "query"); inflections are left
 /// alone, where a crude rule would make more collisions than matches.
-fn stem(word: &str) -> String {
+fn stem(word: &str, out: &mut String) {
     if word.len() <= 3 || !word.is_ascii() {
-        return word.to_string();
+        out.push_str(word);
+    } else if let Some(base) = word.strip_suffix("ies") {
+        out.push_str(base);
+        out.push('y');
+    } else if ["sses", "xes", "ches", "shes"].iter().any(|keep_e| word.ends_with(keep_e)) {
+        out.push_str(&word[..word.len() - 2]);
+    } else if word.ends_with('s') && !word.ends_with("ss") && !word.ends_with("us") && !word.ends_with("is") {
+        out.push_str(&word[..word.len() - 1]);
+    } else {
+        out.push_str(word);
     }
-    if let Some(base) = word.strip_suffix("ies") {
-        return format!("{base}y");
-    }
-    for keep_e in ["sses", "xes", "ches", "shes"] {
-        if word.ends_with(keep_e) {
-            return word[..word.len() - 2].to_string();
-        }
-    }
-    if word.ends_with('s') && !word.ends_with("ss") && !word.ends_with("us") && !word.ends_with("is") {
-        return word[..word.len() - 1].to_string();
-    }
-    word.to_string()
 }
 
 #[derive(Debug, Default, Clone)]
@@ -102,7 +190,14 @@ struct Doc {
     len: u32,
     terms: Vec<u32>,
     live: bool,
+    /// Of the indexed text: what a snapshot entry is checked against.
+    fingerprint: u64,
 }
+
+/// Bump when `tokenize` changes the terms of any text: a snapshot written with another version is
+/// ignored and every document tokenized again.
+const TOKENIZER_VERSION: u32 = 1;
+const SNAPSHOT_MAGIC: &[u8; 4] = b"HLX1";
 
 /// BM25 over documents identified by slot numbers the caller assigns.
 #[derive(Debug, Default)]
@@ -115,6 +210,8 @@ pub struct LexicalIndex {
     docs: Vec<Doc>,
     live_docs: u32,
     total_len: u64,
+    /// Documents inserted or removed since the index was last saved or restored.
+    unsaved: usize,
 }
 
 impl LexicalIndex {
@@ -124,20 +221,19 @@ impl LexicalIndex {
 
     pub fn insert(&mut self, slot: u32, text: &str) {
         self.remove(slot);
-        let terms = tokenize(text);
-        let mut ids: Vec<u32> = Vec::with_capacity(terms.len());
-        for term in terms {
-            let id = match self.term_ids.get(&term) {
+        let mut ids: Vec<u32> = Vec::new();
+        for_each_term(text, |term| {
+            let id = match self.term_ids.get(term) {
                 Some(&id) => id,
                 None => {
                     let id = self.term_ids.len() as u32;
-                    self.term_ids.insert(term, id);
+                    self.term_ids.insert(term.to_string(), id);
                     self.postings.push(Vec::new());
                     id
                 }
             };
             ids.push(id);
-        }
+        });
         let len = ids.len() as u32;
         // Term frequencies: runs of equal ids once sorted.
         ids.sort_unstable();
@@ -146,13 +242,21 @@ impl LexicalIndex {
             self.postings[run[0] as usize].push((slot, run.len() as u32));
             doc_terms.push(run[0]);
         }
+        self.place(
+            slot,
+            Doc { len, terms: doc_terms, live: true, fingerprint: fingerprint(text.as_bytes()) },
+        );
+    }
+
+    fn place(&mut self, slot: u32, doc: Doc) {
         let slot = slot as usize;
         if self.docs.len() <= slot {
             self.docs.resize(slot + 1, Doc::default());
         }
-        self.docs[slot] = Doc { len, terms: doc_terms, live: true };
         self.live_docs += 1;
-        self.total_len += len as u64;
+        self.total_len += doc.len as u64;
+        self.docs[slot] = doc;
+        self.unsaved += 1;
     }
 
     pub fn remove(&mut self, slot: u32) {
@@ -168,6 +272,132 @@ impl LexicalIndex {
         }
         self.live_docs -= 1;
         self.total_len -= doc.len as u64;
+        self.unsaved += 1;
+    }
+
+    /// Documents inserted or removed since the index was last encoded or restored.
+    pub fn unsaved(&self) -> usize {
+        self.unsaved
+    }
+
+    /// A snapshot of the index for the store: per document its memory id (`id_of` its slot;
+    /// documents without one are left out), text fingerprint and length, and per term its
+    /// postings. Opening a bank restores it instead of tokenizing every memory again.
+    pub fn encode<'a>(&mut self, id_of: impl Fn(u32) -> Option<&'a str>) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(SNAPSHOT_MAGIC);
+        out.extend_from_slice(&TOKENIZER_VERSION.to_le_bytes());
+        let mut index_of = vec![u32::MAX; self.docs.len()];
+        let mut docs = Vec::new();
+        for (slot, doc) in self.docs.iter().enumerate() {
+            if let (true, Some(id)) = (doc.live, id_of(slot as u32)) {
+                index_of[slot] = docs.len() as u32;
+                docs.push((id, doc));
+            }
+        }
+        put_varint(&mut out, docs.len() as u64);
+        for (id, doc) in &docs {
+            put_bytes(&mut out, id.as_bytes());
+            out.extend_from_slice(&doc.fingerprint.to_le_bytes());
+            put_varint(&mut out, doc.len as u64);
+        }
+        // Terms nothing saved uses are left out: a hard-deleted memory's words must not outlive it.
+        let mut terms: Vec<(&str, u32)> = self
+            .term_ids
+            .iter()
+            .filter(|(_, &id)| {
+                self.postings[id as usize].iter().any(|(s, _)| index_of[*s as usize] != u32::MAX)
+            })
+            .map(|(t, &id)| (t.as_str(), id))
+            .collect();
+        terms.sort_unstable_by_key(|&(_, id)| id);
+        put_varint(&mut out, terms.len() as u64);
+        for (term, id) in terms {
+            put_bytes(&mut out, term.as_bytes());
+            let postings: Vec<(u32, u32)> = self.postings[id as usize]
+                .iter()
+                .filter(|(s, _)| index_of[*s as usize] != u32::MAX)
+                .map(|&(s, tf)| (index_of[s as usize], tf))
+                .collect();
+            put_varint(&mut out, postings.len() as u64);
+            for (doc, tf) in postings {
+                put_varint(&mut out, doc as u64);
+                put_varint(&mut out, tf as u64);
+            }
+        }
+        self.unsaved = 0;
+        out
+    }
+
+    /// Fills an empty index from a snapshot: each saved document for which `slot_of(id,
+    /// fingerprint)` names a slot (its memory still exists and its text is unchanged) goes there
+    /// with its saved terms. Returns which slots were filled; the caller inserts the others. A
+    /// snapshot from another tokenizer version fills nothing; a malformed one is an error and
+    /// leaves the index empty.
+    pub fn restore(
+        &mut self,
+        snapshot: &[u8],
+        slot_of: impl Fn(&str, u64) -> Option<u32>,
+    ) -> Result<Vec<u32>, String> {
+        debug_assert!(self.docs.is_empty() && self.term_ids.is_empty(), "restore into an empty index");
+        let result = self.restore_from(snapshot, slot_of);
+        if result.is_err() {
+            *self = LexicalIndex::default();
+        }
+        result
+    }
+
+    fn restore_from(
+        &mut self,
+        snapshot: &[u8],
+        slot_of: impl Fn(&str, u64) -> Option<u32>,
+    ) -> Result<Vec<u32>, String> {
+        let mut r = Reader(snapshot);
+        if r.take(4)? != SNAPSHOT_MAGIC {
+            return Err("not a keyword index snapshot".into());
+        }
+        if u32::from_le_bytes(r.take(4)?.try_into().expect("four bytes")) != TOKENIZER_VERSION {
+            return Ok(Vec::new());
+        }
+        let n_docs = r.varint()? as usize;
+        let mut slot_of_doc: Vec<Option<u32>> = Vec::with_capacity(n_docs.min(snapshot.len()));
+        let mut restored = Vec::new();
+        for _ in 0..n_docs {
+            let id = std::str::from_utf8(r.bytes()?).map_err(|_| "document id is not UTF-8")?;
+            let fingerprint = u64::from_le_bytes(r.take(8)?.try_into().expect("eight bytes"));
+            let len = u32::try_from(r.varint()?).map_err(|_| "document length out of range")?;
+            let slot =
+                slot_of(id, fingerprint).filter(|&s| self.docs.get(s as usize).is_none_or(|d| !d.live));
+            if let Some(slot) = slot {
+                self.place(slot, Doc { len, terms: Vec::new(), live: true, fingerprint });
+                restored.push(slot);
+            }
+            slot_of_doc.push(slot);
+        }
+        let n_terms = r.varint()? as usize;
+        for _ in 0..n_terms {
+            let term = std::str::from_utf8(r.bytes()?).map_err(|_| "term is not UTF-8")?;
+            let id = self.postings.len() as u32;
+            if self.term_ids.insert(term.to_string(), id).is_some() {
+                return Err(format!("term {term:?} twice"));
+            }
+            let mut postings = Vec::new();
+            for _ in 0..r.varint()? {
+                let doc = r.varint()? as usize;
+                let tf = u32::try_from(r.varint()?).map_err(|_| "term frequency out of range")?;
+                let slot = *slot_of_doc.get(doc).ok_or("posting names no document")?;
+                if let Some(slot) = slot {
+                    postings.push((slot, tf));
+                    self.docs[slot as usize].terms.push(id);
+                }
+            }
+            self.postings.push(postings);
+        }
+        if !r.0.is_empty() {
+            return Err("trailing bytes".into());
+        }
+        self.unsaved = 0;
+        Ok(restored)
     }
 
     /// BM25 score of every eligible slot that shares a term with the query, best first, at most `limit`.
@@ -237,6 +467,49 @@ impl LexicalIndex {
     }
 }
 
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if self.0.len() < n {
+            return Err("truncated".into());
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.take(1)?[0];
+            v |= ((b & 0x7f) as u64) << shift;
+            if b < 0x80 {
+                return Ok(v);
+            }
+        }
+        Err("varint too long".into())
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let n = usize::try_from(self.varint()?).map_err(|_| "length out of range")?;
+        self.take(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,5 +549,86 @@ mod tests {
         let hits = index.search("flaky payments", &LexicalSettings::default(), 10, |_| true);
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1]);
         assert!(index.search("payments", &LexicalSettings::default(), 10, |s| s != 1).is_empty());
+    }
+
+    fn three_docs() -> LexicalIndex {
+        let mut index = LexicalIndex::new();
+        index.insert(0, "flaky payments API times out");
+        index.insert(1, "pandas read_csv needs utf-8-sig for 中文 files");
+        index.insert(2, "user prefers PostgreSQL");
+        index
+    }
+
+    const IDS: [&str; 3] = ["m0", "m1", "m2"];
+
+    fn hits(index: &LexicalIndex, query: &str) -> Vec<(u32, f32)> {
+        index.search(query, &LexicalSettings::default(), 10, |_| true)
+    }
+
+    #[test]
+    fn a_snapshot_restores_the_same_scores() {
+        let mut index = three_docs();
+        let fingerprints: Vec<u64> = index.docs.iter().map(|d| d.fingerprint).collect();
+        let snapshot = index.encode(|slot| Some(IDS[slot as usize]));
+        assert_eq!(index.unsaved(), 0);
+        let mut restored = LexicalIndex::new();
+        let slots = restored
+            .restore(&snapshot, |id, fp| {
+                let slot = IDS.iter().position(|i| *i == id)?;
+                (fingerprints[slot] == fp).then_some(slot as u32)
+            })
+            .unwrap();
+        assert_eq!(slots, vec![0, 1, 2]);
+        assert_eq!(restored.unsaved(), 0);
+        for query in ["payments API", "read_csv 中文 file", "PostgreSQL user", "nothing here"] {
+            assert_eq!(hits(&restored, query), hits(&index, query), "{query}");
+        }
+        // A restored document is removed like any other.
+        restored.remove(0);
+        assert!(hits(&restored, "payments").is_empty());
+    }
+
+    #[test]
+    fn changed_and_unknown_documents_are_left_to_the_caller() {
+        let mut index = three_docs();
+        let snapshot = index.encode(|slot| Some(IDS[slot as usize]));
+        let mut restored = LexicalIndex::new();
+        // m1's text changed (another fingerprint); m2's memory is gone.
+        let slots = restored.restore(&snapshot, |id, _| (id == "m0").then_some(0)).unwrap();
+        assert_eq!(slots, vec![0]);
+        assert!(hits(&restored, "read_csv").is_empty());
+        assert!(hits(&restored, "PostgreSQL").is_empty());
+        assert_eq!(hits(&restored, "payments")[0].0, 0);
+    }
+
+    #[test]
+    fn a_snapshot_keeps_no_word_of_a_removed_or_unnamed_document() {
+        let mut index = three_docs();
+        index.remove(1);
+        let snapshot = index.encode(|slot| (slot != 2).then(|| IDS[slot as usize]));
+        let has = |needle: &str| snapshot.windows(needle.len()).any(|w| w == needle.as_bytes());
+        assert!(has("payment") && has("m0"));
+        assert!(!has("read_csv") && !has("中文") && !has("m1"));
+        assert!(!has("postgresql") && !has("m2"));
+    }
+
+    #[test]
+    fn another_tokenizer_version_or_a_damaged_snapshot_restores_nothing() {
+        let mut index = three_docs();
+        let snapshot = index.encode(|slot| Some(IDS[slot as usize]));
+        let slot_of = |id: &str, _| IDS.iter().position(|i| *i == id).map(|s| s as u32);
+
+        let mut other_version = snapshot.clone();
+        other_version[4..8].copy_from_slice(&(TOKENIZER_VERSION + 1).to_le_bytes());
+        let mut restored = LexicalIndex::new();
+        assert_eq!(restored.restore(&other_version, slot_of), Ok(vec![]));
+        assert!(hits(&restored, "payments").is_empty());
+
+        for damaged in [&snapshot[..snapshot.len() - 1], &snapshot[..9], b"nonsense".as_slice()] {
+            let mut restored = LexicalIndex::new();
+            assert!(restored.restore(damaged, slot_of).is_err());
+            assert!(hits(&restored, "payments").is_empty());
+            assert_eq!(restored.docs.len(), 0);
+        }
     }
 }

@@ -8,6 +8,7 @@ pub mod embed_api;
 pub mod engine;
 pub mod error;
 pub mod filter;
+pub mod fingerprint;
 pub mod index;
 #[doc(hidden)]
 pub mod invariants;

@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::kv::{Kv, KvOp};
 use crate::Host;
 
 pub const SHORT: &str = "Retry the flaky payments API.";
@@ -199,6 +200,46 @@ impl hindsight_guest::embed_api::TextEmbedder for GivenVectors {
     }
 }
 
+/// The host's SQLite store as the engine's `Store`, for the native side of the comparison: both
+/// sides read and commit through the same store (recall commits access counts), so the ratio
+/// measures the component rather than SQLite against an in-memory map.
+struct NativeSqlite(crate::SqliteKv);
+
+impl hindsight_guest::store::Store for NativeSqlite {
+    fn get(&self, key: &str) -> hindsight_guest::Result<Option<Vec<u8>>> {
+        self.0.get(key).map_err(store_error)
+    }
+
+    fn scan(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: u32,
+    ) -> hindsight_guest::Result<Vec<(String, Vec<u8>)>> {
+        self.0.scan(prefix, start_after, limit).map_err(store_error)
+    }
+
+    fn commit(&self, ops: Vec<hindsight_guest::store::Op>) -> hindsight_guest::Result<()> {
+        use hindsight_guest::store::Op;
+        let ops = ops
+            .into_iter()
+            .map(|op| match op {
+                Op::Put(k, v) => KvOp::Put(k, v),
+                Op::Delete(k) => KvOp::Delete(k),
+                Op::Expect(k, v) => KvOp::Expect(k, v),
+            })
+            .collect();
+        self.0.commit(ops).map_err(|e| match e.downcast_ref::<crate::kv::Conflict>() {
+            Some(conflict) => hindsight_guest::Error::Conflict(conflict.to_string()),
+            None => store_error(e),
+        })
+    }
+}
+
+fn store_error(e: anyhow::Error) -> hindsight_guest::Error {
+    hindsight_guest::Error::Store(format!("{e:#}"))
+}
+
 fn new_memory(text: &str, vector: Option<Vec<f32>>) -> crate::types::NewMemory {
     crate::types::NewMemory { vector, ..crate::convert::new_memory(text) }
 }
@@ -311,11 +352,12 @@ pub fn size_bench(
     let (mut with_embed, mut no_embed) = time_recalls(&mut host, queries, runs)?;
     let guest_memory = host.guest_memory_bytes();
 
-    // The same core, natively, over an in-memory store, maintained the same way.
+    // The same core, natively, over the same kind of store, maintained the same way.
     let embedder = std::rc::Rc::new(GivenVectors { dim: base[0].1.len(), id: "bench".into() });
     let engine =
         hindsight_guest::Engine::with_embedder(embedder, hindsight_guest::Settings::from_json(settings)?);
-    let mut bank = engine.open_bank("bench", Box::new(hindsight_guest::store::MemStore::new()))?;
+    let native_store = NativeSqlite(crate::SqliteKv::open(&dir.path().join("native.db"))?);
+    let mut bank = engine.open_bank("bench", Box::new(native_store))?;
     let mut ids = Vec::with_capacity(corpus.len());
     for chunk in corpus.chunks(1000) {
         let items = chunk

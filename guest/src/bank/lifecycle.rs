@@ -278,6 +278,9 @@ impl Bank {
             report.sealed = buffered as u32;
             ops.push(op);
         }
+        if self.state.lexical.unsaved() > 0 {
+            ops.push(self.save_lexical());
+        }
         if !ops.is_empty() {
             self.commit_or_reload(ops, now)?;
         }

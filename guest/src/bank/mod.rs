@@ -28,6 +28,9 @@ pub use lifecycle::{
 };
 use state::State;
 
+/// The store key (under the bank's prefix) of the keyword index snapshot.
+const LEXICAL_KEY: &str = "lexical";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetainAction {
     /// A new memory (possibly standing beside ones it conflicts with: see `related`).
@@ -214,6 +217,7 @@ impl Bank {
         })?;
         let vprefix = self.key("v/");
         let dim = self.embedder.dimension();
+        state.vectors.reserve(state.by_id.len());
         scan_all(&*self.store, &vprefix, |key, bytes| {
             let v = decode_vector(&bytes);
             if let Some(&slot) = state.by_id.get(&key[vprefix.len()..]) {
@@ -237,9 +241,8 @@ impl Bank {
                 state.vectors.insert(*slot, &v);
             }
         }
-        for slot in 0..state.slots.len() as u32 {
-            state.index_lexical(slot, &self.settings.lexical);
-        }
+        let snapshot = self.store.get(&self.key(LEXICAL_KEY))?;
+        state.build_lexical(snapshot.as_deref(), &self.settings.lexical);
         let sprefix = self.key("s/");
         let mut stored_segments = Vec::new();
         scan_all(&*self.store, &sprefix, |key, bytes| {
@@ -315,6 +318,11 @@ impl Bank {
         let ix = &self.settings.index;
         let (name, bytes) = self.state.seal(min, ix.ef_construction as usize, ix.ef_search as usize)?;
         Some(Op::Put(self.key(&format!("s/{name}")), bytes))
+    }
+
+    /// Saves the keyword index so that opening the bank restores rather than rebuilds it.
+    fn save_lexical(&mut self) -> Op {
+        Op::Put(self.key(LEXICAL_KEY), self.state.lexical_snapshot())
     }
 
     fn put_memory(&self, memory: &Memory) -> Op {
@@ -467,8 +475,12 @@ impl Bank {
     fn forget_once(&mut self, id: &str, hard: bool, now: Timestamp) -> Result<()> {
         let memory = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         if hard {
-            let mut ops =
-                vec![Op::Delete(self.key(&format!("m/{id}"))), Op::Delete(self.key(&format!("v/{id}")))];
+            // The keyword snapshot holds the memory's words: dropped now, saved afresh by maintain.
+            let mut ops = vec![
+                Op::Delete(self.key(&format!("m/{id}"))),
+                Op::Delete(self.key(&format!("v/{id}"))),
+                Op::Delete(self.key(LEXICAL_KEY)),
+            ];
             // Nothing may keep the erased id: its sequence successors skip over it.
             let successors: Vec<Memory> = self
                 .state

@@ -107,9 +107,11 @@ impl Bank {
         ops.extend(
             new_vectors.iter().map(|(id, v)| Op::Put(self.key(&format!("v/{id}")), super::encode_vector(v))),
         );
-        // A buffer past its size is sealed now rather than waiting for maintain.
+        // A buffer past its size is sealed now rather than waiting for maintain, and the keyword
+        // index saved with it: a large bank built by retains alone opens fast too.
         if self.state.buffer_len() > self.settings.index.buffer_max as usize {
             ops.extend(self.seal_buffer(0));
+            ops.push(self.save_lexical());
         }
         if !ops.is_empty() {
             self.commit_or_reload(ops, now)?;

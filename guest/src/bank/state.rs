@@ -2,6 +2,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::fingerprint::fingerprint;
 use crate::index::{TopK, VectorIndex};
 use crate::lexical::LexicalIndex;
 use crate::prompt;
@@ -82,9 +83,10 @@ impl State {
 
     /// The keyword document of a memory: its content, the words of its date (month and year)
     /// when dates are indexed, and the content of the memories just before it in its sequence.
-    pub(super) fn index_lexical(&mut self, slot: u32, settings: &LexicalSettings) {
-        let Some(memory) = self.slots[slot as usize].as_ref() else { return };
-        let mut doc = memory.content.clone();
+    fn lexical_doc(&self, slot: u32, settings: &LexicalSettings, doc: &mut String) -> bool {
+        let Some(memory) = self.slots[slot as usize].as_ref() else { return false };
+        doc.clear();
+        doc.push_str(&memory.content);
         if settings.index_dates {
             doc.push(' ');
             doc.push_str(&prompt::month_year(memory.occurred_at));
@@ -93,7 +95,44 @@ impl State {
             doc.push(' ');
             doc.push_str(&prev.content);
         }
-        self.lexical.insert(slot, &doc);
+        true
+    }
+
+    pub(super) fn index_lexical(&mut self, slot: u32, settings: &LexicalSettings) {
+        let mut doc = String::new();
+        if self.lexical_doc(slot, settings, &mut doc) {
+            self.lexical.insert(slot, &doc);
+        }
+    }
+
+    /// Builds the keyword index of a freshly loaded bank: from the saved snapshot for every memory
+    /// whose document is unchanged since it was saved, by tokenizing the rest. The snapshot is a
+    /// cache: an unreadable one is as if there were none.
+    pub(super) fn build_lexical(&mut self, snapshot: Option<&[u8]>, settings: &LexicalSettings) {
+        let mut restored = vec![false; self.slots.len()];
+        if let Some(snapshot) = snapshot {
+            let mut doc = String::new();
+            let fingerprints: Vec<Option<u64>> = (0..self.slots.len() as u32)
+                .map(|slot| self.lexical_doc(slot, settings, &mut doc).then(|| fingerprint(doc.as_bytes())))
+                .collect();
+            let by_id = &self.by_id;
+            let slot_of =
+                |id: &str, fp: u64| by_id.get(id).copied().filter(|&s| fingerprints[s as usize] == Some(fp));
+            for slot in self.lexical.restore(snapshot, slot_of).unwrap_or_default() {
+                restored[slot as usize] = true;
+            }
+        }
+        for slot in 0..self.slots.len() as u32 {
+            if !restored[slot as usize] {
+                self.index_lexical(slot, settings);
+            }
+        }
+    }
+
+    /// The keyword index as a snapshot for the store (see `LexicalIndex::encode`).
+    pub(super) fn lexical_snapshot(&mut self) -> Vec<u8> {
+        let slots = &self.slots;
+        self.lexical.encode(|slot| slots[slot as usize].as_ref().map(|m| m.id.as_str()))
     }
 
     /// Replaces a record whose indexed content is unchanged.

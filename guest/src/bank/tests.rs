@@ -103,13 +103,36 @@ fn soft_forget_hides_and_restore_brings_back() {
 }
 
 #[test]
+fn a_reopened_bank_restores_its_keyword_index_and_tokenizes_only_what_is_new() {
+    let store = Rc::new(MemStore::new());
+    let mut bank = open(&store);
+    seed(&mut bank);
+    bank.maintain(NOW).unwrap();
+    assert!(store.get(&bank.key(LEXICAL_KEY)).unwrap().is_some(), "maintain saves the keyword index");
+    bank.retain(vec![NewMemory::text("kubernetes pods crash on startup")], NOW).unwrap();
+
+    let mut reopened = open(&store);
+    reopened.stats().unwrap();
+    assert_eq!(reopened.state.lexical.unsaved(), 1, "three restored, the new memory tokenized");
+    assert_eq!(
+        texts(&reopened.recall(query("kubernetes pods")).unwrap())[0],
+        "kubernetes pods crash on startup"
+    );
+    assert_eq!(
+        texts(&reopened.recall(query("PostgreSQL services")).unwrap())[0],
+        "user prefers PostgreSQL for new services"
+    );
+}
+
+#[test]
 fn hard_forget_erases_every_byte() {
     let store = Rc::new(MemStore::new());
     let mut bank = open(&store);
     let ids = seed(&mut bank);
-    assert!(store.contains_bytes(b"utf-8-sig"));
+    bank.maintain(NOW).unwrap(); // the keyword snapshot holds the memory's words too
+    assert!(store.contains_bytes(b"utf-8-sig") && store.contains_bytes(b"read_csv"));
     bank.forget(&ids[0], true, NOW).unwrap();
-    assert!(!store.contains_bytes(b"utf-8-sig"));
+    assert!(!store.contains_bytes(b"utf-8-sig") && !store.contains_bytes(b"read_csv"));
     assert!(!store.contains_bytes(ids[0].as_bytes()));
     assert!(matches!(bank.get(&ids[0]), Err(Error::NotFound(_))));
     assert!(matches!(bank.restore(&ids[0], NOW), Err(Error::NotFound(_))));
