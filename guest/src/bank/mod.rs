@@ -475,12 +475,8 @@ impl Bank {
     fn forget_once(&mut self, id: &str, hard: bool, now: Timestamp) -> Result<()> {
         let memory = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         if hard {
-            // The keyword snapshot holds the memory's words: dropped now, saved afresh by maintain.
-            let mut ops = vec![
-                Op::Delete(self.key(&format!("m/{id}"))),
-                Op::Delete(self.key(&format!("v/{id}"))),
-                Op::Delete(self.key(LEXICAL_KEY)),
-            ];
+            let mut ops =
+                vec![Op::Delete(self.key(&format!("m/{id}"))), Op::Delete(self.key(&format!("v/{id}")))];
             // Nothing may keep the erased id: its sequence successors skip over it.
             let successors: Vec<Memory> = self
                 .state
@@ -491,8 +487,11 @@ impl Bank {
                 .map(|m| Memory { follows: memory.follows.clone(), ..m.clone() })
                 .collect();
             ops.extend(successors.iter().map(|m| self.put_memory(m)));
-            self.commit(ops, now)?;
+            // The keyword snapshot holds the memory's words: saved again without them, in the same
+            // commit (rather than dropped, which would make the next open tokenize everything).
             self.state.remove(id, successors, &self.settings.lexical);
+            ops.push(self.save_lexical());
+            self.commit_or_reload(ops, now)?;
         } else if memory.status != Status::Archived {
             let mut m = memory;
             m.status = Status::Archived;

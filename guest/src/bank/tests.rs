@@ -133,6 +133,10 @@ fn hard_forget_erases_every_byte() {
     assert!(store.contains_bytes(b"utf-8-sig") && store.contains_bytes(b"read_csv"));
     bank.forget(&ids[0], true, NOW).unwrap();
     assert!(!store.contains_bytes(b"utf-8-sig") && !store.contains_bytes(b"read_csv"));
+    assert!(store.contains_bytes(b"postgresql"), "the snapshot is saved again with the others' words");
+    let mut reopened = open(&store);
+    reopened.stats().unwrap();
+    assert_eq!(reopened.state.lexical.unsaved(), 0, "and restores them all");
     assert!(!store.contains_bytes(ids[0].as_bytes()));
     assert!(matches!(bank.get(&ids[0]), Err(Error::NotFound(_))));
     assert!(matches!(bank.restore(&ids[0], NOW), Err(Error::NotFound(_))));
