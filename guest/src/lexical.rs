@@ -408,26 +408,38 @@ impl LexicalIndex {
         limit: usize,
         eligible: impl Fn(u32) -> bool,
     ) -> Vec<(u32, f32)> {
-        let mut ranked = self.scores(query, params, eligible);
         let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        if ranked.len() > limit && limit > 0 {
-            ranked.select_nth_unstable_by(limit - 1, by_score);
-            ranked.truncate(limit);
+        let mut ranked = self.scores(query, params);
+        let mut found = Vec::with_capacity(limit.min(ranked.len()));
+        if limit == 0 {
+            return found;
         }
-        ranked.sort_by(by_score);
-        ranked.truncate(limit);
-        ranked
+        // Eligibility reads each memory's record, scattered over the bank: asked best-first, a
+        // query that touches most of a 100k bank asks it of about `limit` slots, not of all.
+        let mut window = limit.saturating_mul(4);
+        while !ranked.is_empty() {
+            let head = window.min(ranked.len());
+            if ranked.len() > head {
+                ranked.select_nth_unstable_by(head - 1, by_score);
+            }
+            ranked[..head].sort_by(by_score);
+            for &(slot, score) in &ranked[..head] {
+                if eligible(slot) {
+                    found.push((slot, score));
+                    if found.len() == limit {
+                        return found;
+                    }
+                }
+            }
+            ranked.drain(..head);
+            window = window.saturating_mul(4);
+        }
+        found
     }
 
-    /// BM25 of every eligible slot sharing a term with the query. Scores add up in a dense
-    /// array (long posting lists make a hash map the bottleneck), and eligibility is checked
-    /// once per slot touched, not per posting.
-    pub fn scores(
-        &self,
-        query: &str,
-        params: &LexicalSettings,
-        eligible: impl Fn(u32) -> bool,
-    ) -> Vec<(u32, f32)> {
+    /// BM25 of every slot sharing a term with the query, unordered. Scores add up in a dense
+    /// array (long posting lists make a hash map the bottleneck).
+    pub fn scores(&self, query: &str, params: &LexicalSettings) -> Vec<(u32, f32)> {
         if self.live_docs == 0 {
             return Vec::new();
         }
@@ -463,7 +475,7 @@ impl LexicalIndex {
                 *cell += idf * tf * (k1 + 1.0) / (tf + len_base + len_scale * len);
             }
         }
-        touched.into_iter().filter(|&s| eligible(s)).map(|s| (s, acc[s as usize])).collect()
+        touched.into_iter().map(|s| (s, acc[s as usize])).collect()
     }
 }
 
@@ -563,6 +575,33 @@ mod tests {
 
     fn hits(index: &LexicalIndex, query: &str) -> Vec<(u32, f32)> {
         index.search(query, &LexicalSettings::default(), 10, |_| true)
+    }
+
+    #[test]
+    fn search_returns_the_best_eligible_slots_however_few_are_eligible() {
+        let mut index = LexicalIndex::new();
+        for slot in 0..300u32 {
+            let words = ["payment", "retry", "timeout", "csv", "encoding"];
+            let text: Vec<&str> = (0..=(slot % 5)).map(|i| words[(slot as usize + i as usize) % 5]).collect();
+            index.insert(slot, &text.join(" "));
+        }
+        let params = LexicalSettings::default();
+        let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        for (limit, modulus) in [(3, 1), (3, 7), (5, 97), (10, 1000), (0, 1)] {
+            let eligible = |s: u32| s % modulus == 0;
+            let mut expected: Vec<(u32, f32)> = index
+                .scores("payment retry csv", &params)
+                .into_iter()
+                .filter(|(s, _)| eligible(*s))
+                .collect();
+            expected.sort_by(by_score);
+            expected.truncate(limit);
+            assert_eq!(
+                index.search("payment retry csv", &params, limit, eligible),
+                expected,
+                "{limit} {modulus}"
+            );
+        }
     }
 
     #[test]
