@@ -588,7 +588,7 @@ mod tests {
         let params = LexicalSettings::default();
         let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         for (limit, modulus) in [(3, 1), (3, 7), (5, 97), (10, 1000), (0, 1)] {
-            let eligible = |s: u32| s % modulus == 0;
+            let eligible = |s: u32| s.is_multiple_of(modulus);
             let mut expected: Vec<(u32, f32)> = index
                 .scores("payment retry csv", &params)
                 .into_iter()
