@@ -302,29 +302,28 @@ impl LexicalIndex {
             put_varint(&mut out, doc.len as u64);
         }
         // Terms nothing saved uses are left out: a hard-deleted memory's words must not outlive it.
-        let mut terms: Vec<(&str, u32)> = self
-            .term_ids
-            .iter()
-            .filter(|(_, &id)| {
-                self.postings[id as usize].iter().any(|(s, _)| index_of[*s as usize] != u32::MAX)
-            })
-            .map(|(t, &id)| (t.as_str(), id))
-            .collect();
+        let mut terms: Vec<(&str, u32)> = self.term_ids.iter().map(|(t, &id)| (t.as_str(), id)).collect();
         terms.sort_unstable_by_key(|&(_, id)| id);
-        put_varint(&mut out, terms.len() as u64);
+        let (mut saved, mut body) = (0u64, Vec::new());
         for (term, id) in terms {
-            put_bytes(&mut out, term.as_bytes());
             let postings: Vec<(u32, u32)> = self.postings[id as usize]
                 .iter()
                 .filter(|(s, _)| index_of[*s as usize] != u32::MAX)
                 .map(|&(s, tf)| (index_of[s as usize], tf))
                 .collect();
-            put_varint(&mut out, postings.len() as u64);
+            if postings.is_empty() {
+                continue;
+            }
+            saved += 1;
+            put_bytes(&mut body, term.as_bytes());
+            put_varint(&mut body, postings.len() as u64);
             for (doc, tf) in postings {
-                put_varint(&mut out, doc as u64);
-                put_varint(&mut out, tf as u64);
+                put_varint(&mut body, doc as u64);
+                put_varint(&mut body, tf as u64);
             }
         }
+        put_varint(&mut out, saved);
+        out.extend_from_slice(&body);
         self.unsaved = 0;
         out
     }
