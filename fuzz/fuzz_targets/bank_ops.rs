@@ -1,9 +1,9 @@
 #![no_main]
 //! Arbitrary sequences of bank operations at arbitrary times, checked by the same invariants as
-//! the property test (`hindsight_guest::invariants`).
+//! the property test (`hindsight_engine::invariants`).
 
 use arbitrary::Arbitrary;
-use hindsight_guest::invariants::{run, Step, Text, PHRASES};
+use hindsight_engine::invariants::{run, Step, Text, PHRASES};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, Arbitrary)]

@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|line: &str| {
-    if let Ok(item) = hindsight::convert::RetainLine::parse(line) {
+    if let Ok(item) = hindsight_types::Memory::from_json_line(line) {
         assert!(item.importance.is_none_or(f32::is_finite));
         assert!(item.confidence.is_none_or(f32::is_finite));
         assert!(item.vector.iter().flatten().all(|x| x.is_finite()));

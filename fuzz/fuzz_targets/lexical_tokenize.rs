@@ -4,7 +4,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    for token in hindsight_guest::lexical::tokenize(text) {
+    for token in hindsight_engine::lexical::tokenize(text) {
         assert!(!token.is_empty());
     }
 });

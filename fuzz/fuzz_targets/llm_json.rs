@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    if let Ok(value) = hindsight_guest::llm::parse_json::<serde_json::Value>(text) {
+    if let Ok(value) = hindsight_engine::llm::parse_json::<serde_json::Value>(text) {
         let again = serde_json::to_string(&value).expect("a parsed value serialises");
         assert!(serde_json::from_str::<serde_json::Value>(&again).is_ok(), "{again}");
     }

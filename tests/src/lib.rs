@@ -1,40 +1,61 @@
-//! Helpers shared by the end-to-end tests: hosts over the real built component and model.
+//! Fixtures shared by the end-to-end tests: `Hindsight` over the real built component and model,
+//! a fixed clock, the `hindsight` binary, a scripted OpenAI-compatible server, a seeded generator.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::sync::Arc;
 
-use hindsight::types::{NewMemory, RecallQuery};
-use hindsight::{models, Host, HostConfig, Kv, MemoryKv, SqliteKv};
+use hindsight::{Bank, Builder, Hindsight, Memory, Query, SqliteStore, Store};
+
+pub mod scripted_llm;
+
+pub use hindsight::time::DAY_MS;
 
 /// 2026-01-01T00:00:00Z: tests pass time in, never read the clock.
 pub const NOW: i64 = 1_767_225_600_000;
-pub const DAY_MS: i64 = 86_400_000;
 
-pub fn host_with(kv: Arc<dyn Kv>, config: HostConfig) -> Host {
-    let files = models::load(&models::models_dir(None)).unwrap_or_else(|e| panic!("{e:#}"));
-    Host::new(kv, files.model, files.tokenizer, config).expect("host starts")
+/// A builder with nothing but the test defaults: no LLM (tests script their own).
+pub fn builder() -> Builder {
+    Hindsight::builder().no_llm()
 }
 
-pub fn memory_host() -> Host {
-    host_with(Arc::new(MemoryKv::new()), HostConfig::default())
+/// Opens a builder, or fails the test with the error.
+pub fn open(builder: Builder) -> Hindsight {
+    builder.open().unwrap_or_else(|e| panic!("hindsight opens: {e}"))
 }
 
-pub fn sqlite_host(path: &Path) -> (Host, Arc<SqliteKv>) {
-    let kv = Arc::new(SqliteKv::open(path).expect("database opens"));
-    (host_with(kv.clone(), HostConfig::default()), kv)
+/// Banks in memory.
+pub fn memory() -> Hindsight {
+    open(builder().memory())
 }
 
-pub fn item(text: &str) -> NewMemory {
-    hindsight::convert::new_memory(text)
+/// Banks in `store`.
+pub fn over(store: Arc<dyn Store>) -> Hindsight {
+    open(builder().store(store))
 }
 
-pub fn query(text: &str, k: u32) -> RecallQuery {
-    RecallQuery { now: Some(NOW), ..hindsight::convert::recall_query(text, k) }
+/// Banks in a SQLite file, and the store (for checkpoints).
+pub fn sqlite(path: &Path) -> (Hindsight, Arc<SqliteStore>) {
+    let store = Arc::new(SqliteStore::open(path).expect("database opens"));
+    (open(builder().store(store.clone())), store)
+}
+
+/// Bank `id` at [`NOW`].
+pub fn bank(hs: &Hindsight, id: &str) -> Bank {
+    hs.bank(id).expect("a valid bank id").at(NOW)
+}
+
+pub fn item(text: &str) -> Memory {
+    Memory::new(text)
+}
+
+pub fn query(text: &str, k: u32) -> Query {
+    Query::new(text).k(k)
 }
 
 /// The contents recalled for `text`, best first.
-pub fn recall_texts(host: &mut Host, bank: &str, text: &str, k: u32) -> Vec<String> {
-    host.recall(bank, &query(text, k)).expect("recall").items.into_iter().map(|r| r.memory.content).collect()
+pub fn recall_texts(bank: &Bank, text: &str, k: u32) -> Vec<String> {
+    bank.recall(query(text, k)).expect("recall").items.into_iter().map(|r| r.memory.content).collect()
 }
 
 /// A few memories that have nothing to do with CSV files or encodings.
@@ -45,3 +66,46 @@ pub const UNRELATED: &[&str] = &[
     "用户喜欢在周一上午收到周报",
     "Run the integration tests with TZ=UTC or the date assertions fail",
 ];
+
+/// The `hindsight` binary this workspace built (beside the test executables' directory).
+pub fn hindsight_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable");
+    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+    let bin = dir.join(format!("hindsight{}", std::env::consts::EXE_SUFFIX));
+    assert!(bin.is_file(), "{} is missing: build the workspace (cargo build --workspace)", bin.display());
+    bin
+}
+
+/// Runs `hindsight --db DB ARGS…`.
+pub fn cli(db: &Path, args: &[&str]) -> Output {
+    Command::new(hindsight_bin()).arg("--db").arg(db).args(args).output().expect("hindsight runs")
+}
+
+/// The command's stdout as JSON, after checking it succeeded.
+pub fn stdout_json(out: &Output) -> serde_json::Value {
+    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// A deterministic generator (xorshift64*): test data must be the same on every run.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+    /// Uniform in [-1, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+}

@@ -3,14 +3,17 @@
 //! the host's WASI context can reach no host file, directory, environment or socket; one bank
 //! never sees another's memories, even by guessing ids.
 
-use hindsight::runtime::component_imports;
-use hindsight::types::{Error, TaskUpdate};
-use hindsight::{CallError, HostConfig};
-use hindsight_tests::{item, memory_host, query, NOW};
+use hindsight::{Error, FeedbackOutcome, TaskUpdate};
+use hindsight_tests::*;
 
 #[test]
 fn the_component_imports_only_the_store_the_llm_and_std_wasi() {
-    let imports = component_imports(&HostConfig::default()).unwrap();
+    let mut config = wasmtime::Config::new();
+    config.wasm_component_model(true);
+    let engine = wasmtime::Engine::new(&config).unwrap();
+    let component = wasmtime::component::Component::new(&engine, hindsight_component::WASM).unwrap();
+    let imports: Vec<String> =
+        component.component_type().imports(&engine).map(|(name, _)| name.to_string()).collect();
     let allowed = |name: &str| {
         name.starts_with("hindsight:memory/store@")
             || name.starts_with("hindsight:memory/llm@")
@@ -27,50 +30,41 @@ fn the_component_imports_only_the_store_the_llm_and_std_wasi() {
     );
     // std links the filesystem interfaces, but the host grants no preopened directory, so
     // there is no file the guest can name.
-    println!("component imports: {imports:#?}");
 }
 
 #[test]
 fn banks_in_one_host_and_store_never_see_each_other() {
-    let mut host = memory_host();
-    let banks: Vec<String> = (0..12).map(|i| format!("tenant-{i}")).collect();
+    let hs = memory();
+    let banks: Vec<_> = (0..12).map(|i| bank(&hs, &format!("tenant-{i}"))).collect();
     let mut ids = Vec::new();
-    for (i, bank) in banks.iter().enumerate() {
+    for (i, b) in banks.iter().enumerate() {
         let text = format!("tenant {i} stores invoices in bucket acme-{i}-invoices");
-        ids.push(host.retain(bank, &[item(&text)], Some(NOW)).unwrap()[0].id.clone().unwrap());
+        ids.push(b.retain([item(&text)]).unwrap()[0].id.clone().unwrap());
     }
-    let task = host.task_begin(&banks[0], "reconcile tenant 0 invoices", None, Some(NOW)).unwrap().id;
-    host.task_update(&banks[0], &task, &TaskUpdate::Note("secret note".into()), None, Some(NOW)).unwrap();
+    let task = banks[0].begin_task("reconcile tenant 0 invoices").unwrap();
+    task.update(TaskUpdate::Note("secret note".into()), None).unwrap();
 
-    for (i, bank) in banks.iter().enumerate() {
-        let hits = host.recall(bank, &query("which bucket holds the invoices", 50)).unwrap();
-        assert_eq!(hits.items.len(), 1, "{bank} sees only its own memory");
+    for (i, b) in banks.iter().enumerate() {
+        let hits = b.recall(query("which bucket holds the invoices", 50)).unwrap();
+        assert_eq!(hits.items.len(), 1, "{} sees only its own memory", b.id());
         assert_eq!(hits.items[0].memory.id, ids[i]);
-        assert_eq!(host.stats(bank).unwrap().total, 1);
+        assert_eq!(b.stats().unwrap().total, 1);
         for (j, other) in ids.iter().enumerate().filter(|(j, _)| *j != i) {
-            let not_found = |r: Result<_, CallError>| matches!(r, Err(CallError::Engine(Error::NotFound(_))));
-            assert!(not_found(host.get(bank, other).map(|_| ())), "{bank} got {j}'s memory by id");
-            assert!(not_found(host.history(bank, other).map(|_| ())));
-            assert!(not_found(host.forget(bank, other, true, Some(NOW))));
-            assert!(not_found(host.restore(bank, other, Some(NOW)).map(|_| ())));
-            assert!(not_found(
-                host.feedback(
-                    bank,
-                    std::slice::from_ref(other),
-                    hindsight::types::FeedbackOutcome::Failure,
-                    Some(NOW)
-                )
-                .map(|_| ())
-            ));
+            let not_found = |r: Result<(), Error>| matches!(r, Err(Error::NotFound(_)));
+            assert!(not_found(b.get(other).map(|_| ())), "{} got {j}'s memory by id", b.id());
+            assert!(not_found(b.history(other).map(|_| ())));
+            assert!(not_found(b.forget_hard(other)));
+            assert!(not_found(b.restore(other).map(|_| ())));
+            assert!(not_found(b.feedback([other.clone()], FeedbackOutcome::Failure).map(|_| ())));
         }
         if i > 0 {
-            assert!(host.tasks(bank, true).unwrap().is_empty());
-            assert!(matches!(host.task_state(bank, &task), Err(CallError::Engine(Error::NotFound(_)))));
+            assert!(b.tasks(true).unwrap().is_empty());
+            assert!(matches!(b.resume_task(task.id()), Err(Error::NotFound(_))));
         }
     }
     // Nothing a neighbour tried changed anything.
-    for (i, bank) in banks.iter().enumerate() {
-        assert_eq!(host.get(bank, &ids[i]).unwrap().confidence, 0.7);
+    for (i, b) in banks.iter().enumerate() {
+        assert_eq!(b.get(&ids[i]).unwrap().confidence, 0.7);
     }
 }
 
@@ -148,7 +142,7 @@ fn a_component_in_the_hosts_sandbox_reaches_no_host_file_directory_environment_o
 
     // The host's own context (plus the arguments and a stdout to report on, which are data, not
     // capabilities): nothing.
-    let mut sandboxed = hindsight::runtime::sandbox_wasi();
+    let mut sandboxed = hindsight::__private::sandbox_wasi();
     sandboxed.args(&args);
     let reached = run_probe(&probe, &mut sandboxed);
     assert_eq!(reached, 0, "bits: 1 file, 2 /etc/passwd, 4 directory, 8 environment, 16 tcp, 32 write");

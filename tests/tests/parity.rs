@@ -5,8 +5,7 @@
 
 use std::path::PathBuf;
 
-use hindsight::convert;
-use hindsight::types::RecallQuery;
+use hindsight::{Kind, Named};
 use hindsight_tests::*;
 use serde_json::{json, Value};
 
@@ -24,23 +23,23 @@ fn read_json(name: &str) -> Value {
 
 /// Runs the scenario on a fresh bank: per query, the top items' contents and total scores.
 fn run_scenario(scenario: &Value) -> Value {
-    let mut host = memory_host();
-    let bank = scenario["bank"].as_str().unwrap();
+    let hs = memory();
     let now = scenario["now"].as_i64().unwrap();
+    let bank = hs.bank(scenario["bank"].as_str().unwrap()).unwrap().at(now);
     let items: Vec<_> = scenario["memories"]
         .as_array()
         .unwrap()
         .iter()
         .map(|m| {
             let mut item = item(m["content"].as_str().unwrap());
-            item.kind = Some(convert::parse_kind(m["kind"].as_str().unwrap()).unwrap());
+            item.kind = Some(Kind::parse("kind", m["kind"].as_str().unwrap()).unwrap());
             item.tags =
                 m["tags"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect();
             item.occurred_at = m["occurred_at"].as_i64();
             item
         })
         .collect();
-    let outcomes = host.retain(bank, &items, Some(now)).unwrap();
+    let outcomes = bank.retain(items).unwrap();
     assert!(outcomes.iter().all(|o| o.id.is_some()), "every scenario memory is stored: {outcomes:?}");
     let queries = scenario["queries"].as_array().unwrap();
     let results: Vec<Value> = queries
@@ -48,8 +47,7 @@ fn run_scenario(scenario: &Value) -> Value {
         .map(|q| {
             let text = q["query"].as_str().unwrap();
             let k = q["k"].as_u64().unwrap() as u32;
-            let query = RecallQuery { now: Some(now), ..convert::recall_query(text, k) };
-            let top = host.recall(bank, &query).unwrap();
+            let top = bank.recall(query(text, k)).unwrap();
             let items: Vec<Value> = top
                 .items
                 .iter()

@@ -3,18 +3,18 @@
 //! hindsight distils the run into memories. The second and third prompts carry the first task's
 //! lesson.
 //!
+//! The model here is the agent runtime's own (a scripted one): any `hindsight::Llm` can be lent
+//! to the engine, not only the OpenAI-compatible client.
+//!
 //! Run: `cargo run -p hindsight-agent-loop` (after `hindsight model fetch`).
 
-use std::sync::Arc;
-
-use anyhow::{ensure, Context};
-use hindsight::llm::LlmConfig;
-use hindsight::scripted_llm::{Reply, ScriptedLlm};
-use hindsight::types::{Step, StepKind, TaskOutcome, TaskUpdate};
-use hindsight::{models, Host, HostConfig, MemoryKv};
+use anyhow::ensure;
+use hindsight::time::DAY_MS;
+use hindsight::{
+    Hindsight, Llm, LlmError, LlmOperation, LlmRequest, LlmResponse, NewTask, Outcome, Query, Step, StepKind,
+};
 use serde_json::{json, Value};
 
-const DAY_MS: i64 = 86_400_000;
 /// 2026-03-02: the loop passes time in, one day per task.
 const START: i64 = 1_772_409_600_000;
 
@@ -104,31 +104,29 @@ fn lessons_for(prompt: &str) -> Value {
     }
 }
 
-fn main() -> anyhow::Result<()> {
-    // The model: scripted answers by operation, over real HTTP, as any OpenAI-compatible server.
-    let server = ScriptedLlm::with(|request| {
-        let operation = request["response_format"]["json_schema"]["name"].as_str().unwrap_or("");
-        let prompt = request["messages"][1]["content"].as_str().unwrap_or("");
-        match operation {
-            "extract" => Reply::content(lessons_for(prompt).to_string()),
-            _ => Reply::Status(400, format!("no script for {operation:?}")),
+/// The agent runtime's model: scripted answers by operation.
+struct ScriptedModel;
+
+impl Llm for ScriptedModel {
+    fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        match request.operation {
+            LlmOperation::Extract => {
+                Ok(LlmResponse { text: lessons_for(&request.prompt).to_string(), ..Default::default() })
+            }
+            other => Err(LlmError::Failed(format!("no script for {other}"))),
         }
-    })?;
-    let files = models::load(&models::models_dir(None)).context("run `hindsight model fetch` first")?;
-    let config =
-        HostConfig { llm: Some(LlmConfig::new(server.url.clone(), "scripted")), ..HostConfig::default() };
-    let mut host = Host::new(Arc::new(MemoryKv::new()), files.model, files.tokenizer, config)?;
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let hs = Hindsight::builder().memory().llm(ScriptedModel).open()?;
+    let bank = hs.bank("agent")?;
 
     let mut prompts = Vec::new();
     for (n, run) in RUNS.iter().enumerate() {
-        let now = START + n as i64 * DAY_MS;
+        let bank = bank.at(START + n as i64 * DAY_MS);
         // Before the task: recall what helps, and build the prompt from it.
-        let query = hindsight::types::RecallQuery {
-            now: Some(now),
-            task_type: Some("data-cleaning".into()),
-            ..hindsight::convert::recall_query(run.goal, 3)
-        };
-        let recalled = host.recall("agent", &query)?;
+        let recalled = bank.recall(Query::new(run.goal).k(3).task_type("data-cleaning"))?;
         let prompt = format!(
             "You are a data agent.\n{}\nTask: {}",
             if recalled.prompt.is_empty() { "(no relevant memories yet)" } else { &recalled.prompt },
@@ -138,20 +136,17 @@ fn main() -> anyhow::Result<()> {
         prompts.push(prompt);
 
         // The task itself, as working memory.
-        let id = host.task_begin("agent", run.goal, Some("data-cleaning"), Some(now))?.id;
+        let task = bank.begin_task(NewTask::new(run.goal).task_type("data-cleaning"))?;
         for &(kind, text, tool, error) in run.steps {
-            let step = Step { at: now, kind, text: text.into(), tool: tool.map(String::from), error };
-            host.task_update("agent", &id, &TaskUpdate::Step(step), None, Some(now))?;
+            task.step(Step { tool: tool.map(String::from), error, ..Step::new(kind, text) })?;
         }
-        let answer =
-            Step { at: now, kind: StepKind::Answer, text: run.answer.into(), tool: None, error: false };
-        host.task_update("agent", &id, &TaskUpdate::Step(answer), None, Some(now))?;
+        task.step(Step::answer(run.answer))?;
 
         // Hindsight: look back and keep what will help next time.
-        let end = host.task_end("agent", &id, TaskOutcome::Success, None, false, Some(now))?;
+        let end = task.end(Outcome::Success)?;
         println!("── Task {}: hindsight ({}) ──", n + 1, end.reason);
         for item in &end.items {
-            println!("  {}", hindsight::convert::distilled_text(item));
+            println!("  {} [{}] {}", item.outcome.action, item.kind, item.content);
         }
         println!();
     }

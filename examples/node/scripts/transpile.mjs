@@ -1,5 +1,5 @@
 // Transpiles the component the Rust host builds into JS + core wasm in generated/.
-// The wasm: $HINDSIGHT_WASM, else the repository's build (`cargo build` makes it).
+// The wasm: $HINDSIGHT_WASM, else the repository's build (`./dev component` makes it).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -9,7 +9,7 @@ import { wasmPath } from '../src/paths.js';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const wasm = wasmPath();
 if (!existsSync(wasm)) {
-  console.error(`no component at ${wasm}: run \`cargo build\` in the repository first, or set HINDSIGHT_WASM`);
+  console.error(`no component at ${wasm}: run \`./dev component\` in the repository first, or set HINDSIGHT_WASM`);
   process.exit(1);
 }
 // --instantiation: the store and llm imports are objects handed in per instance, not modules.

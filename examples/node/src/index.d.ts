@@ -56,10 +56,15 @@ export interface OpenOptions {
   settings?: string;
 }
 
-/** A WIT error (`kind`: invalid-input, not-found, store, model, limit, corrupt, llm) or a trap (`kind: 'trap'`). */
+/**
+ * A WIT error (`kind`: invalid-input, not-found, store, model, limit, corrupt, llm, conflict, unsupported)
+ * or a trap (`kind: 'trap'`). For invalid-input: the `field`, and the `item` of a batch.
+ */
 export class HindsightError extends Error {
   readonly kind: wit.Error['tag'] | 'trap';
   readonly detail: string;
+  readonly item?: number;
+  readonly field?: string;
 }
 
 export class Hindsight {

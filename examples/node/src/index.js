@@ -13,13 +13,28 @@ import { OpenAiLlm, llmConfigFromEnv } from './llm.js';
 import { modelsDir, wasmPath } from './paths.js';
 import { Conflict, SqliteStore } from './store.js';
 
-/** An error the engine returned: `kind` is the WIT variant (invalid-input, not-found, …), or `trap`. */
+/**
+ * An error the engine returned: `kind` is the WIT variant (invalid-input, not-found, …), or `trap`.
+ * For invalid-input, `field` names the field and `item` the batch index (when there was a batch).
+ */
 export class HindsightError extends Error {
-  constructor(kind, message) {
+  constructor(kind, message, { item, field } = {}) {
     super(`${kind}: ${message}`);
     this.name = 'HindsightError';
     this.kind = kind;
     this.detail = message;
+    this.item = item;
+    this.field = field;
+  }
+
+  /** From a WIT `error` variant: invalid-input carries a `field-error` record. */
+  static fromWit({ tag, val }) {
+    if (tag === 'invalid-input' && val && typeof val === 'object') {
+      const item = val.item === undefined || val.item === null ? undefined : Number(val.item);
+      const where = item === undefined ? '' : `items[${item}].`;
+      return new HindsightError(tag, `${where}${val.field}: ${val.message}`, { item, field: val.field });
+    }
+    return new HindsightError(tag, val);
   }
 }
 
@@ -56,7 +71,7 @@ function storeImports(store) {
     try {
       return f(...args);
     } catch (e) {
-      throw { payload: `${what}: ${e.message}` };
+      throw { payload: { tag: 'failed', val: `${what}: ${e.message}` } };
     }
   };
   return {
@@ -146,7 +161,7 @@ export class Hindsight {
       if (!this.modules.has(path)) this.modules.set(path, await WebAssembly.compile(await readFile(new URL(path, generated))));
       return this.modules.get(path);
     }, imports);
-    this.api = root.engine;
+    this.api = root.api;
     this.engine = null;
     this.banks.clear();
   }
@@ -158,7 +173,7 @@ export class Hindsight {
       this.engine ??= this.api.Engine.create(this.model, this.tokenizer, this.settings);
       return plain(f(this.engine));
     } catch (e) {
-      if (e && e.payload && typeof e.payload.tag === 'string') throw new HindsightError(e.payload.tag, e.payload.val);
+      if (e && e.payload && typeof e.payload.tag === 'string') throw HindsightError.fromWit(e.payload);
       if (e instanceof HindsightError) throw e;
       // A trap (unreachable, out of bounds, stack overflow): this instance cannot be used again.
       this.api = null;
@@ -217,7 +232,7 @@ export class Bank {
     for (const key of Object.keys(options)) {
       if (!RECALL_OPTIONS.has(key)) throw new HindsightError('invalid-input', `unknown recall option ${key}`);
     }
-    const q = { kinds: [], tags: [], includeSuperseded: false, k: 5, ...options, query, now: ts(options.now) };
+    const q = { kinds: [], tags: [], includeSuperseded: false, ...options, query, now: ts(options.now) };
     if (q.vector) q.vector = Float32Array.from(q.vector);
     return this.#call((b) => b.recall(q));
   }

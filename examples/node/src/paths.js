@@ -4,9 +4,9 @@ import { fileURLToPath } from 'node:url';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
-/** The component: $HINDSIGHT_WASM, else the repository's build. */
+/** The component: $HINDSIGHT_WASM, else the repository's build (`./dev component`). */
 export function wasmPath() {
-  return process.env.HINDSIGHT_WASM || join(repo, 'target', 'guest-wasm', 'wasm32-wasip2', 'guest', 'hindsight_guest.wasm');
+  return process.env.HINDSIGHT_WASM || join(repo, 'guest', 'component', 'hindsight.wasm');
 }
 
 /** The model directory, found as the Rust host finds it. */

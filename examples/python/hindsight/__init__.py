@@ -25,27 +25,40 @@ from .store import Conflict, SqliteStore
 
 __all__ = ["Hindsight", "Bank", "HindsightError", "LlmConfig", "Obj"]
 
-ENGINE_INTERFACE = "hindsight:memory/engine@0.1.0"
-ERROR_TAGS = {"invalid-input", "not-found", "store", "model", "limit", "corrupt", "llm"}
+WIT_VERSION = "0.2.0"
+ENGINE_INTERFACE = f"hindsight:memory/api@{WIT_VERSION}"
+ERROR_TAGS = {"invalid-input", "not-found", "store", "model", "limit", "corrupt", "llm", "conflict", "unsupported"}
 REPO = Path(__file__).resolve().parents[3]
 EPOCH_TICK_S = 0.01
 
 
 class HindsightError(Exception):
     """An error the engine returned (`kind` is the WIT variant: invalid-input, not-found, …), or
-    `trap` when the component trapped (the next call starts a fresh instance from the store)."""
+    `trap` when the component trapped (the next call starts a fresh instance from the store). For
+    invalid-input, `field` names the field and `item` the batch index (when there was a batch)."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, item: Optional[int] = None, field: Optional[str] = None):
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
+        self.item = item
+        self.field = field
+
+    @classmethod
+    def from_wit(cls, tag: str, payload: Any) -> "HindsightError":
+        if tag == "invalid-input" and not isinstance(payload, str):
+            item = getattr(payload, "item", None)
+            field = getattr(payload, "field")
+            where = "" if item is None else f"items[{item}]."
+            return cls(tag, f"{where}{field}: {getattr(payload, 'message')}", item=item, field=field)
+        return cls(tag, payload)
 
 
 def default_wasm() -> Path:
     env = os.environ.get("HINDSIGHT_WASM")
     if env:
         return Path(env)
-    return REPO / "target" / "guest-wasm" / "wasm32-wasip2" / "guest" / "hindsight_guest.wasm"
+    return REPO / "guest" / "component" / "hindsight.wasm"
 
 
 def default_models() -> Path:
@@ -126,16 +139,17 @@ class Hindsight:
         linker.add_wasip2()
         store = self.store
 
-        def get(_: Any, key: str) -> Optional[bytes]:
-            # `result<option<list<u8>>, string>`: wasmtime-py cannot lower this err case (a string
-            # also matches the option), so a failing read raises, which traps the call.
-            return store.get(key)
+        def get(_: Any, key: str) -> Any:
+            try:
+                return store.get(key)
+            except Exception as e:  # noqa: BLE001 - the guest gets the message as its error
+                return Variant("failed", f"get {key!r}: {e}")
 
         def scan(_: Any, prefix: str, start_after: Optional[str], limit: int) -> Any:
             try:
                 return store.scan(prefix, start_after, limit)
             except Exception as e:  # noqa: BLE001 - the guest gets the message as its error
-                return f"scan {prefix!r}: {e}"
+                return Variant("failed", f"scan {prefix!r}: {e}")
 
         def commit(_: Any, ops: List[Variant]) -> Optional[Variant]:
             try:
@@ -158,11 +172,11 @@ class Hindsight:
             return record({"text": text, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
 
         with linker.root() as root:
-            with root.add_instance("hindsight:memory/store@0.1.0") as s:
+            with root.add_instance(f"hindsight:memory/store@{WIT_VERSION}") as s:
                 s.add_func("get", get)
                 s.add_func("scan", scan)
                 s.add_func("commit", commit)
-            with root.add_instance("hindsight:memory/llm@0.1.0") as i:
+            with root.add_instance(f"hindsight:memory/llm@{WIT_VERSION}") as i:
                 i.add_func("complete", complete)
         return linker
 
@@ -198,7 +212,7 @@ class Hindsight:
             self._instance = None  # a trapped instance cannot be entered again
             raise HindsightError("trap", str(e)) from None
         if isinstance(result, Variant) and result.tag in ERROR_TAGS:
-            raise HindsightError(result.tag, result.payload)
+            raise HindsightError.from_wit(result.tag, result.payload)
         return result
 
     def call(self, name: str, *args: Any) -> Any:
@@ -274,7 +288,7 @@ class Bank:
         """Stores memories (text, or dicts with the WIT `new-memory` fields in snake_case)."""
         return self._call("retain", [_new_memory(i) for i in items], now)
 
-    def recall(self, query: str, k: int = 5, **options: Any) -> Obj:
+    def recall(self, query: str, k: Optional[int] = None, **options: Any) -> Obj:
         """The memories that matter for `query`, best first, and a prompt block."""
         unknown = set(options) - set(RECALL_DEFAULTS)
         if unknown:

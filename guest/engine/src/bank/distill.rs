@@ -1,0 +1,534 @@
+//! Tasks as working memory, and at a task's end a look back that keeps what
+//! will help next time — through the LLM when the host lends one, by rules otherwise — written
+//! through the normal write path. Also consolidation of episodes into semantic memories.
+
+use serde::Deserialize;
+
+use hindsight_types::time::{date, Timestamp, DAY_MS};
+use hindsight_types::{
+    DistillMethod, Distilled, FailureType, Kind, LlmOperation, Memory, Named, Outcome, RetainOutcome, Source,
+    StepKind, TaskUpdate,
+};
+
+use super::Bank;
+use crate::error::{Error, Result};
+use crate::filter::{asks_to_remember, is_transient_failure, repeat_key};
+use crate::llm::{parse_json, LlmError, LlmRequest};
+use crate::record::TAG_TRANSIENT;
+use crate::store::{scan_all, Op};
+use crate::task::Task;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskEnd {
+    pub task: Task,
+    pub method: DistillMethod,
+    pub reason: String,
+    pub items: Vec<Distilled>,
+}
+
+/// What the LLM is asked to return.
+#[derive(Debug, Deserialize)]
+struct Lessons {
+    memories: Vec<Lesson>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Lesson {
+    kind: String,
+    content: String,
+    #[serde(default)]
+    task_type: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    confidence: f32,
+    #[serde(default)]
+    failure: Option<String>,
+    /// Consolidation: the numbers of the episodes it came from.
+    #[serde(default)]
+    sources: Vec<usize>,
+}
+
+impl Bank {
+    fn task_key(&self, id: &str) -> String {
+        self.key(&format!("t/{id}"))
+    }
+
+    /// The task and its stored bytes (what a save expects to replace).
+    fn load_task(&self, id: &str) -> Result<(Task, Vec<u8>)> {
+        let bytes = self
+            .store
+            .get(&self.task_key(id))?
+            .ok_or_else(|| Error::NotFound(format!("no task {id:?} in bank {}", self.id)))?;
+        let task = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt(format!("task {id}: {e}")))?;
+        Ok((task, bytes))
+    }
+
+    /// Saves a task if its record still holds `previous` (none: it must not exist yet), so two
+    /// writers never overwrite each other's update; `Error::Conflict` otherwise. Tasks are not
+    /// part of the recall index: no sequence bump, no reload elsewhere.
+    fn save_task(&self, task: &Task, previous: Option<Vec<u8>>) -> Result<()> {
+        let key = self.task_key(&task.id);
+        let bytes = serde_json::to_vec(task).expect("task serialises");
+        Ok(self.store.commit(vec![Op::Expect(key.clone(), previous), Op::Put(key, bytes)])?)
+    }
+
+    /// Reads task `id`, changes it with `change` (which says whether it changed anything) and
+    /// saves it; when another writer saved it in between, does it again on the fresh record.
+    fn change_task(&self, id: &str, mut change: impl FnMut(&mut Task) -> Result<bool>) -> Result<Task> {
+        const TRIES: usize = 8;
+        for _ in 0..TRIES {
+            let (mut task, bytes) = self.load_task(id)?;
+            if !change(&mut task)? {
+                return Ok(task);
+            }
+            match self.save_task(&task, Some(bytes)) {
+                Ok(()) => return Ok(task),
+                Err(Error::Conflict(_)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Stale(format!("task {id}: other writers kept changing it first ({TRIES} tries)")))
+    }
+
+    pub fn begin_task(&mut self, goal: &str, task_type: Option<String>, now: Timestamp) -> Result<Task> {
+        let id = format!("t{}", &self.new_id(now)[1..]);
+        let task = Task::new(id, goal, task_type, now)?;
+        self.save_task(&task, None)?;
+        Ok(task)
+    }
+
+    pub fn task(&self, id: &str) -> Result<Task> {
+        Ok(self.load_task(id)?.0)
+    }
+
+    /// Every task of the bank, newest first; ended ones only when asked.
+    pub fn tasks(&self, include_ended: bool) -> Result<Vec<Task>> {
+        let mut out: Vec<Task> = Vec::new();
+        scan_all(&*self.store, &self.key("t/"), |key, bytes| {
+            let task: Task =
+                serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt(format!("{key}: {e}")))?;
+            if include_ended || !task.is_ended() {
+                out.push(task);
+            }
+            Ok(())
+        })?;
+        out.sort_by(|a, b| b.started_at.cmp(&a.started_at).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    pub fn update_task(
+        &mut self,
+        id: &str,
+        update: TaskUpdate,
+        expected_version: Option<u32>,
+        now: Timestamp,
+    ) -> Result<Task> {
+        self.change_task(id, |task| task.apply(update.clone(), expected_version, now))
+    }
+
+    /// Ends the task (stored first, so it is ended whatever distillation does), then distils it
+    /// when it is worth it. With an LLM, an unusable answer is an error — never a guessed
+    /// memory; the task stays ended.
+    pub fn end_task(
+        &mut self,
+        id: &str,
+        outcome: Outcome,
+        detail: Option<String>,
+        force: bool,
+        now: Timestamp,
+    ) -> Result<TaskEnd> {
+        let detail = detail.map(|d| d.trim().to_string()).filter(|d| !d.is_empty());
+        // Of two callers ending the task at once, one ends it; the other finds it ended.
+        let task = self.change_task(id, |task| {
+            if task.is_ended() {
+                return Err(Error::invalid("task", format!("{id} has already ended")));
+            }
+            task.ended_at = Some(now);
+            task.outcome = Some(outcome);
+            task.detail = detail.clone();
+            task.version += 1;
+            task.updated_at = now;
+            Ok(true)
+        })?;
+
+        let s = &self.settings.distill;
+        let steps = task.steps.len() as u32;
+        let tool_calls = task.steps.iter().filter(|st| st.kind == StepKind::ToolCall).count() as u32;
+        let reason = if force {
+            "distillation forced by the caller".to_string()
+        } else if task.user_asked_to_remember() {
+            "the user asked to remember".to_string()
+        } else if steps > s.min_steps {
+            format!("{steps} steps (more than {})", s.min_steps)
+        } else if tool_calls > s.min_tool_calls {
+            format!("{tool_calls} tool calls (more than {})", s.min_tool_calls)
+        } else {
+            return Ok(TaskEnd {
+                reason: format!(
+                    "not distilled: {steps} steps, {tool_calls} tool calls and no request to remember (thresholds: more than {} steps or {} tool calls)",
+                    s.min_steps, s.min_tool_calls
+                ),
+                task,
+                method: DistillMethod::Skipped,
+                items: Vec::new(),
+            });
+        };
+
+        let request = distill_request(&task, &self.settings.distill);
+        match self.llm.complete(&request) {
+            Err(LlmError::Unavailable(_)) => {
+                let candidates = rule_lessons(&task);
+                let items = self.retain_lessons(&task, candidates, now)?;
+                Ok(TaskEnd { task, method: DistillMethod::Rules, reason: format!("{reason}; no LLM: distilled by rules"), items })
+            }
+            Err(LlmError::Failed(e)) => Err(Error::Llm(format!(
+                "distilling task {id}: the LLM call failed: {e}; the task is ended and stored, nothing was retained"
+            ))),
+            Ok(response) => {
+                let lessons = parse_json::<Lessons>(&response.text).map_err(|e| {
+                    Error::Llm(format!("distilling task {id}: {e}; the task is ended and stored, nothing was retained"))
+                })?;
+                let items = self.verify_and_retain(&task, lessons.memories, now)?;
+                Ok(TaskEnd { task, method: DistillMethod::Llm, reason, items })
+            }
+        }
+    }
+
+    /// Drops low-confidence and surplus items, folds repeats together, keeps transient failures
+    /// as expiring episodes, then retains the rest through the write path.
+    fn verify_and_retain(
+        &mut self,
+        task: &Task,
+        lessons: Vec<Lesson>,
+        now: Timestamp,
+    ) -> Result<Vec<Distilled>> {
+        let s = self.settings.distill.clone();
+        let mut dropped: Vec<Distilled> = Vec::new();
+        let mut kept: Vec<Memory> = Vec::new();
+        for lesson in lessons {
+            let kind = Kind::parse("kind", lesson.kind.trim()).unwrap_or(Kind::Semantic);
+            let content = lesson.content.trim().to_string();
+            let drop = |reason: String| Distilled {
+                content: content.clone(),
+                kind,
+                outcome: RetainOutcome::filtered(reason),
+            };
+            if content.is_empty() {
+                continue;
+            }
+            if !(lesson.confidence.is_finite() && lesson.confidence >= s.min_confidence) {
+                dropped.push(drop(format!("confidence {} below {}", lesson.confidence, s.min_confidence)));
+                continue;
+            }
+            // Related items: one that repeats or contains another is folded into it.
+            let key = repeat_key(&content);
+            if let Some(existing) = kept.iter_mut().find(|k| {
+                let other = repeat_key(&k.content);
+                other.contains(&key) || key.contains(&other)
+            }) {
+                if content.len() > existing.content.len() {
+                    existing.content = content.clone();
+                }
+                dropped.push(drop("folded into a related item of the same distillation".into()));
+                continue;
+            }
+            if kept.len() >= s.max_memories as usize {
+                dropped.push(drop(format!("more than {} items", s.max_memories)));
+                continue;
+            }
+            let task_type = lesson
+                .task_type
+                .filter(|t| s.task_types.iter().any(|k| k == t))
+                .or_else(|| task.task_type.clone());
+            let failure = match lesson.failure.as_deref().map(str::trim) {
+                Some("transient") => Some(FailureType::Transient),
+                Some("permanent") => Some(FailureType::Permanent),
+                _ => None,
+            };
+            let mut item = Memory {
+                kind: Some(kind),
+                task_type,
+                tags: lesson.tags.into_iter().filter(|t| !t.trim().is_empty()).take(8).collect(),
+                confidence: Some(lesson.confidence.min(1.0)),
+                failure_type: failure,
+                ..Memory::new(content)
+            };
+            shape_transient(&mut item, &s, now);
+            kept.push(item);
+        }
+        let mut items = self.retain_for_task(task, kept, now)?;
+        items.extend(dropped);
+        Ok(items)
+    }
+
+    fn retain_lessons(
+        &mut self,
+        task: &Task,
+        mut lessons: Vec<Memory>,
+        now: Timestamp,
+    ) -> Result<Vec<Distilled>> {
+        let s = self.settings.distill.clone();
+        for item in &mut lessons {
+            shape_transient(item, &s, now);
+        }
+        lessons.truncate(s.max_memories as usize);
+        self.retain_for_task(task, lessons, now)
+    }
+
+    /// Retains a task's memories, each marked with the task it came from.
+    fn retain_for_task(
+        &mut self,
+        task: &Task,
+        mut items: Vec<Memory>,
+        now: Timestamp,
+    ) -> Result<Vec<Distilled>> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        for item in &mut items {
+            item.occurred_at = Some(task.ended_at.unwrap_or(now));
+            item.task_description.get_or_insert_with(|| truncate(&task.goal, 1000));
+            if item.task_type.is_none() {
+                item.task_type = task.task_type.clone();
+            }
+            item.metadata.push(("task".into(), task.id.clone()));
+            if let Some(outcome) = task.outcome {
+                item.metadata.push(("task_outcome".into(), outcome.as_str().into()));
+            }
+        }
+        let summary: Vec<(String, Kind)> = items
+            .iter()
+            .map(|i| (i.content.clone(), i.kind.unwrap_or(self.settings.defaults.kind)))
+            .collect();
+        let outcomes = self.retain_with(items, now, false)?;
+        Ok(summary
+            .into_iter()
+            .zip(outcomes)
+            .map(|((content, kind), outcome)| Distilled { content, kind, outcome })
+            .collect())
+    }
+
+    /// Induces semantic memories from the bank's recent episodes (since `since`) with the LLM,
+    /// each linked to the episodes it came from (metadata `derived_from`).
+    pub fn consolidate(&mut self, since: Option<Timestamp>, now: Timestamp) -> Result<Vec<Distilled>> {
+        self.sync()?;
+        let max = self.settings.distill.consolidate_max_episodes as usize;
+        let mut episodes: Vec<(String, String, Timestamp)> = self
+            .state
+            .slots
+            .iter()
+            .flatten()
+            .filter(|m| m.is_active() && m.kind == Kind::Episodic && since.is_none_or(|s| m.occurred_at >= s))
+            .map(|m| (m.id.clone(), m.content.clone(), m.occurred_at))
+            .collect();
+        episodes.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+        episodes.truncate(max);
+        if episodes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut prompt = String::from(
+            "Below are an agent's recent experiences, numbered. Induce the stable facts, user preferences \
+             and recurring patterns they show (e.g. \"the last five data-cleaning tasks all had to handle \
+             missing values\"). Only what several experiences support or the user clearly stated; each with \
+             the numbers of the experiences it comes from in `sources`. An empty list if nothing holds.\n",
+        );
+        for (n, (_, content, at)) in episodes.iter().enumerate() {
+            prompt.push_str(&format!("\n{n}. [{}] {}", date(*at), truncate(content, 400)));
+        }
+        let request = LlmRequest {
+            operation: LlmOperation::Consolidate,
+            system: SYSTEM.into(),
+            prompt,
+            json_schema: Some(LESSONS_SCHEMA.into()),
+            max_tokens: self.settings.distill.max_tokens,
+            temperature: 0.0,
+        };
+        let response = match self.llm.complete(&request) {
+            Ok(r) => r,
+            Err(LlmError::Unavailable(m)) => {
+                return Err(Error::Llm(format!(
+                    "consolidate needs a language model and the host has none ({m})"
+                )))
+            }
+            Err(LlmError::Failed(m)) => {
+                return Err(Error::Llm(format!("consolidate: the LLM call failed: {m}")))
+            }
+        };
+        let lessons =
+            parse_json::<Lessons>(&response.text).map_err(|e| Error::Llm(format!("consolidate: {e}")))?;
+        let min = self.settings.distill.min_confidence;
+        let mut items = Vec::new();
+        let mut dropped = Vec::new();
+        for lesson in lessons.memories {
+            let content = lesson.content.trim().to_string();
+            let sources: Vec<&str> =
+                lesson.sources.iter().filter_map(|&n| episodes.get(n).map(|e| e.0.as_str())).collect();
+            let reason = if content.is_empty() {
+                continue;
+            } else if !(lesson.confidence.is_finite() && lesson.confidence >= min) {
+                Some(format!("confidence {} below {min}", lesson.confidence))
+            } else if sources.is_empty() {
+                Some("names no experience it came from".to_string())
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                dropped.push(Distilled {
+                    content,
+                    kind: Kind::Semantic,
+                    outcome: RetainOutcome::filtered(reason),
+                });
+                continue;
+            }
+            items.push(Memory {
+                kind: Some(Kind::Semantic),
+                tags: lesson.tags.into_iter().filter(|t| !t.trim().is_empty()).take(8).collect(),
+                confidence: Some(lesson.confidence.min(1.0)),
+                task_type: lesson.task_type.filter(|t| self.settings.distill.task_types.contains(t)),
+                metadata: vec![("derived_from".into(), sources.join(","))],
+                ..Memory::new(content)
+            });
+        }
+        let summary: Vec<String> = items.iter().map(|i| i.content.clone()).collect();
+        let mut out = Vec::new();
+        if !items.is_empty() {
+            let outcomes = self.retain_with(items, now, false)?;
+            out.extend(summary.into_iter().zip(outcomes).map(|(content, outcome)| Distilled {
+                content,
+                kind: Kind::Semantic,
+                outcome,
+            }));
+        }
+        out.extend(dropped);
+        Ok(out)
+    }
+}
+
+/// A transient failure is an episode that expires, never a standing "X does not work".
+fn shape_transient(item: &mut Memory, s: &crate::settings::DistillSettings, now: Timestamp) {
+    if item.failure_type != Some(FailureType::Transient) {
+        return;
+    }
+    item.kind = Some(Kind::Episodic);
+    item.importance = Some(s.transient_importance);
+    if !item.tags.iter().any(|t| t == TAG_TRANSIENT) {
+        item.tags.push(TAG_TRANSIENT.into());
+    }
+    item.valid_until = Some(now + (s.transient_ttl_days as f64 * DAY_MS as f64) as i64);
+}
+
+/// Offline hindsight from the task's structured fields: its confirmed facts, each failing tool
+/// call with its error, what the user asked to remember, and the final answer.
+fn rule_lessons(task: &Task) -> Vec<Memory> {
+    let mut out = Vec::new();
+    for fact in &task.confirmed_facts {
+        out.push(Memory { kind: Some(Kind::Semantic), confidence: Some(0.8), ..Memory::new(fact.clone()) });
+    }
+    for step in task.steps.iter().filter(|s| s.kind == StepKind::UserMessage && asks_to_remember(&s.text)) {
+        out.push(Memory {
+            kind: Some(Kind::Semantic),
+            source: Some(Source::UserExplicit),
+            ..Memory::new(step.text.clone())
+        });
+    }
+    for call in task.tool_calls().into_iter().filter(|c| c.error) {
+        let error = call.result.clone().unwrap_or_default();
+        let transient = is_transient_failure(&error);
+        let input =
+            if call.input.is_empty() { String::new() } else { format!(" ({})", truncate(&call.input, 200)) };
+        out.push(Memory {
+            kind: Some(Kind::Episodic),
+            failure_type: Some(if transient { FailureType::Transient } else { FailureType::Permanent }),
+            source: Some(Source::ToolResult),
+            ..Memory::new(format!(
+                "In the task \"{}\", the tool {}{input} failed: {}",
+                truncate(&task.goal, 200),
+                if call.tool.is_empty() { "call" } else { &call.tool },
+                truncate(&error, 400)
+            ))
+        });
+    }
+    if let Some(answer) = task.steps.iter().rev().find(|s| s.kind == StepKind::Answer) {
+        let outcome = task.outcome.map_or("ended", |o| o.as_str());
+        let detail = task.detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
+        out.push(Memory {
+            kind: Some(Kind::Episodic),
+            ..Memory::new(format!(
+                "Task \"{}\" ended in {outcome}{detail}; final answer: {}",
+                truncate(&task.goal, 200),
+                truncate(&answer.text, 600)
+            ))
+        });
+    }
+    out
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let mut t: String = text.chars().take(max_chars).collect();
+    t.push('…');
+    t
+}
+
+const SYSTEM: &str =
+    "You distil an AI agent's experience into memories for its future tasks. Answer with JSON only.";
+
+const LESSONS_SCHEMA: &str = r#"{"type":"object","properties":{"memories":{"type":"array","maxItems":5,"items":{"type":"object","properties":{"kind":{"type":"string","enum":["episodic","semantic","procedural"]},"content":{"type":"string"},"task_type":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}},"confidence":{"type":"number","minimum":0,"maximum":1},"failure":{"type":"string","enum":["none","transient","permanent"]},"sources":{"type":"array","items":{"type":"integer"}}},"required":["kind","content","confidence"]}}},"required":["memories"]}"#;
+
+fn distill_request(task: &Task, s: &crate::settings::DistillSettings) -> LlmRequest {
+    let mut p = String::new();
+    p.push_str(&format!("Task: {}\n", truncate(&task.goal, 1000)));
+    if let Some(t) = &task.task_type {
+        p.push_str(&format!("Task type: {t}\n"));
+    }
+    let outcome = task.outcome.map_or("unknown", |o| o.as_str());
+    p.push_str(&format!(
+        "Outcome: {outcome}{}\n",
+        task.detail.as_deref().map(|d| format!(" — {d}")).unwrap_or_default()
+    ));
+    for (title, list) in [
+        ("Confirmed facts", &task.confirmed_facts),
+        ("Assumptions", &task.assumptions),
+        ("Open questions", &task.open_questions),
+        ("Notes", &task.notes),
+    ] {
+        if !list.is_empty() {
+            p.push_str(&format!("{title}:\n"));
+            for item in list {
+                p.push_str(&format!("- {}\n", truncate(item, 300)));
+            }
+        }
+    }
+    p.push_str("Steps:\n");
+    for (i, step) in task.steps.iter().enumerate().take(200) {
+        let tool = step.tool.as_deref().map(|t| format!(" {t}")).unwrap_or_default();
+        let error = if step.error { " (error)" } else { "" };
+        p.push_str(&format!(
+            "{}. {}{tool}{error}: {}\n",
+            i + 1,
+            step.kind.as_str(),
+            truncate(&step.text, 300)
+        ));
+    }
+    p.push_str(&format!(
+        "\nLooking back at this task: what would the agent most want to know before doing a similar task \
+         again? Keep only reusable lessons with their concrete parameters and conditions, failures with \
+         their cause, and the user's corrections and preferences. For a failure, say whether it was \
+         transient (timeout, rate limit, network: may work next time) or permanent (API removed, wrong \
+         approach). At most {} memories, each with kind (episodic, semantic or procedural), content, \
+         task_type (one of: {}), tags, confidence (0 to 1) and failure (none, transient or permanent). \
+         Return {{\"memories\": []}} when nothing is worth keeping.",
+        s.max_memories,
+        s.task_types.join(", ")
+    ));
+    LlmRequest {
+        operation: LlmOperation::Extract,
+        system: SYSTEM.into(),
+        prompt: p,
+        json_schema: Some(LESSONS_SCHEMA.into()),
+        max_tokens: s.max_tokens,
+        temperature: 0.0,
+    }
+}

@@ -1,0 +1,451 @@
+//! A bank: one tenant's memories, their indexes, and every operation on them over the store.
+//!
+//! Keys (all under `b/<bank>/`): `seq` the commit sequence, `meta` the bank's model and stored
+//! format, `m/<id>` a record (JSON), `v/<id>` its vector (little-endian f32), `s/<n>` a sealed
+//! index segment, `lexical` the keyword index snapshot, `t/<id>` a task. Indexes live in memory
+//! and are rebuilt (or restored) from these on open.
+
+mod distill;
+mod lifecycle;
+mod recall;
+mod retain;
+mod state;
+#[cfg(test)]
+mod test_support;
+
+use std::rc::Rc;
+
+use hindsight_types::settings::Settings;
+use hindsight_types::time::Timestamp;
+use hindsight_types::{Kind, Named, Status};
+pub use hindsight_types::{RetainAction, RetainOutcome, Stats};
+use serde::{Deserialize, Serialize};
+
+use crate::embed::TextEmbedder;
+use crate::error::{Error, Result};
+use crate::llm::Llm;
+use crate::record::Record;
+use crate::segment::Segment;
+use crate::store::{scan_all, Op, Store};
+pub use distill::TaskEnd;
+pub use lifecycle::HistoryEntry;
+use state::State;
+
+/// The store key (under the bank's prefix) of the keyword index snapshot.
+const LEXICAL_KEY: &str = "lexical";
+
+pub use hindsight_types::FORMAT_VERSION;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Meta {
+    embedding_model: String,
+    dimension: usize,
+    created_at: Timestamp,
+    /// Absent in banks written before the format was versioned.
+    #[serde(default = "first_format")]
+    format_version: u32,
+}
+
+fn first_format() -> u32 {
+    1
+}
+
+pub struct Bank {
+    id: String,
+    prefix: String,
+    store: Box<dyn Store>,
+    embedder: Rc<dyn TextEmbedder>,
+    llm: Rc<dyn Llm>,
+    settings: Rc<Settings>,
+    state: State,
+    ids_made: u64,
+}
+
+impl Bank {
+    pub fn open(
+        id: &str,
+        store: Box<dyn Store>,
+        embedder: Rc<dyn TextEmbedder>,
+        llm: Rc<dyn Llm>,
+        settings: Rc<Settings>,
+    ) -> Result<Bank> {
+        hindsight_types::validate_bank_id(id)?;
+        let dim = embedder.dimension();
+        let mut bank = Bank {
+            id: id.to_string(),
+            prefix: format!("b/{id}/"),
+            store,
+            embedder,
+            llm,
+            settings,
+            state: State::empty(dim),
+            ids_made: 0,
+        };
+        bank.reload()?;
+        if bank.state.has_meta && bank.state.format_version < FORMAT_VERSION {
+            bank.transact(Bank::migrate_once)?;
+        }
+        Ok(bank)
+    }
+
+    /// Brings a bank written in an older stored format to this one, in one commit: JSON index
+    /// segments are rewritten in binary, and `meta` records the format.
+    fn migrate_once(&mut self) -> Result<()> {
+        if self.state.format_version >= FORMAT_VERSION {
+            return Ok(());
+        }
+        let mut ops = Vec::new();
+        for name in &self.state.legacy_segments {
+            if let Some((_, segment)) = self.state.segments.iter().find(|(key, _)| key == name) {
+                let slots = &self.state.slots;
+                let bytes = segment.to_bytes(|slot| slots[slot as usize].as_ref().map(|m| m.id.clone()));
+                ops.push(Op::Put(self.key(&format!("s/{name}")), bytes));
+            }
+        }
+        let bytes = self
+            .store
+            .get(&self.key("meta"))?
+            .ok_or_else(|| Error::Corrupt(format!("bank {}: meta vanished while migrating", self.id)))?;
+        let mut meta: Meta = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Corrupt(format!("bank {}: meta: {e}", self.id)))?;
+        meta.format_version = FORMAT_VERSION;
+        ops.push(Op::Put(self.key("meta"), serde_json::to_vec(&meta).expect("meta serialises")));
+        let now = meta.created_at.max(0);
+        self.commit(ops, now)?;
+        self.state.format_version = FORMAT_VERSION;
+        self.state.legacy_segments.clear();
+        Ok(())
+    }
+
+    /// The stored format the bank is in.
+    pub fn format_version(&self) -> u32 {
+        self.state.format_version
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn key(&self, rest: &str) -> String {
+        format!("{}{rest}", self.prefix)
+    }
+
+    fn stored_sequence(&self) -> Result<u64> {
+        match self.store.get(&self.key("seq"))? {
+            None => Ok(0),
+            Some(bytes) => {
+                let raw: [u8; 8] = bytes
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| Error::Corrupt(format!("bank {}: sequence is not 8 bytes", self.id)))?;
+                Ok(u64::from_le_bytes(raw))
+            }
+        }
+    }
+
+    /// Catches up with commits made by other instances sharing the store.
+    fn sync(&mut self) -> Result<()> {
+        if self.stored_sequence()? != self.state.applied {
+            self.reload()?;
+        }
+        Ok(())
+    }
+
+    fn reload(&mut self) -> Result<()> {
+        let applied = self.stored_sequence()?;
+        let mut state = State::empty(self.embedder.dimension());
+        state.applied = applied;
+        if let Some(bytes) = self.store.get(&self.key("meta"))? {
+            let meta: Meta = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::Corrupt(format!("bank {}: meta: {e}", self.id)))?;
+            if meta.format_version > FORMAT_VERSION {
+                return Err(Error::Unsupported(format!(
+                    "bank {} is in stored format {}; this engine reads formats up to {FORMAT_VERSION}: \
+                     open it with a newer hindsight",
+                    self.id, meta.format_version
+                )));
+            }
+            state.format_version = meta.format_version;
+            if meta.embedding_model != self.embedder.model_id() || meta.dimension != self.embedder.dimension()
+            {
+                return Err(Error::Model(format!(
+                    "bank {} was built with embedding model {} ({} dimensions); this engine has {} ({} dimensions)",
+                    self.id,
+                    meta.embedding_model,
+                    meta.dimension,
+                    self.embedder.model_id(),
+                    self.embedder.dimension()
+                )));
+            }
+            state.has_meta = true;
+        }
+        // Records first, then each vector straight into the buffer by its record's slot: no
+        // second copy of every vector while opening.
+        let mprefix = self.key("m/");
+        scan_all(&*self.store, &mprefix, |key, bytes| {
+            let memory: Record = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::Corrupt(format!("bank {}: record {key}: {e}", self.id)))?;
+            state.insert_record(memory);
+            Ok(())
+        })?;
+        let vprefix = self.key("v/");
+        let dim = self.embedder.dimension();
+        state.vectors.reserve(state.by_id.len());
+        scan_all(&*self.store, &vprefix, |key, bytes| {
+            let v = decode_vector(&bytes);
+            if let Some(&slot) = state.by_id.get(&key[vprefix.len()..]) {
+                if v.len() == dim {
+                    state.vectors.insert(slot, &v);
+                }
+            }
+            Ok(())
+        })?;
+        // A record whose vector is lost is embedded again rather than dropped from recall.
+        let missing: Vec<(u32, String)> = state
+            .by_id
+            .values()
+            .filter(|&&slot| state.vectors.get(slot).is_none())
+            .filter_map(|&slot| state.slots[slot as usize].as_ref().map(|m| (slot, m.content.clone())))
+            .collect();
+        for chunk in missing.chunks(32) {
+            let texts: Vec<&str> = chunk.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = self.embedder.embed_batch(&texts)?;
+            for ((slot, _), v) in chunk.iter().zip(vectors) {
+                state.vectors.insert(*slot, &v);
+            }
+        }
+        let snapshot = self.store.get(&self.key(LEXICAL_KEY))?;
+        state.build_lexical(snapshot.as_deref(), &self.settings.lexical);
+        let sprefix = self.key("s/");
+        let mut stored_segments = Vec::new();
+        scan_all(&*self.store, &sprefix, |key, bytes| {
+            stored_segments.push((key[sprefix.len()..].to_string(), bytes));
+            Ok(())
+        })?;
+        for (name, bytes) in stored_segments {
+            if Segment::is_legacy(&bytes) {
+                state.legacy_segments.push(name.clone());
+            }
+            state
+                .load_segment(name.clone(), &bytes)
+                .map_err(|e| Error::Corrupt(format!("bank {}: index segment {name}: {e}", self.id)))?;
+        }
+        self.state = state;
+        Ok(())
+    }
+
+    /// Runs a mutating operation on the bank as the store holds it now. Every commit expects the
+    /// sequence number this instance last saw; when another instance (another process on the
+    /// same file) committed in between, the store refuses the commit, and the operation runs
+    /// again on the reloaded bank, so neither instance's acknowledged write is overwritten.
+    fn transact<T>(&mut self, mut op: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
+        const TRIES: usize = 8;
+        for _ in 1..TRIES {
+            self.sync()?;
+            match op(self) {
+                Err(Error::Conflict(_)) => continue,
+                other => return other,
+            }
+        }
+        self.sync()?;
+        op(self).map_err(|e| match e {
+            Error::Conflict(m) => {
+                Error::Stale(format!("{m}: other writers kept committing first ({TRIES} tries)"))
+            }
+            e => e,
+        })
+    }
+
+    /// Commits `ops` plus the bumped sequence number, if the stored sequence is still the one
+    /// this instance applied; the in-memory state is only touched by the caller after this
+    /// succeeds, so a failed commit changes nothing.
+    fn commit(&mut self, mut ops: Vec<Op>, now: Timestamp) -> Result<()> {
+        if !self.state.has_meta {
+            let meta = Meta {
+                embedding_model: self.embedder.model_id().to_string(),
+                dimension: self.embedder.dimension(),
+                created_at: now,
+                format_version: FORMAT_VERSION,
+            };
+            ops.push(Op::Put(self.key("meta"), serde_json::to_vec(&meta).expect("meta serialises")));
+        }
+        let applied = self.state.applied;
+        ops.insert(0, Op::Expect(self.key("seq"), (applied > 0).then(|| applied.to_le_bytes().to_vec())));
+        let next = applied + 1;
+        ops.push(Op::Put(self.key("seq"), next.to_le_bytes().to_vec()));
+        self.store.commit(ops)?;
+        self.state.applied = next;
+        self.state.has_meta = true;
+        Ok(())
+    }
+
+    /// Commits, or on failure puts the in-memory state back to what the store holds (callers
+    /// that changed the state ahead of the commit use this).
+    fn commit_or_reload(&mut self, ops: Vec<Op>, now: Timestamp) -> Result<()> {
+        let result = self.commit(ops, now);
+        if result.is_err() {
+            self.reload()?;
+        }
+        result
+    }
+
+    /// Seals the vector buffer into an HNSW segment when it holds at least `min` vectors;
+    /// the op that stores the segment, for the caller's commit.
+    fn seal_buffer(&mut self, min: usize) -> Option<Op> {
+        let ix = &self.settings.index;
+        let (name, bytes) = self.state.seal(min, ix.ef_construction as usize, ix.ef_search as usize)?;
+        Some(Op::Put(self.key(&format!("s/{name}")), bytes))
+    }
+
+    /// Saves the keyword index so that opening the bank restores rather than rebuilds it.
+    fn save_lexical(&mut self) -> Op {
+        Op::Put(self.key(LEXICAL_KEY), self.state.lexical_snapshot())
+    }
+
+    fn put_memory(&self, memory: &Record) -> Op {
+        Op::Put(self.key(&format!("m/{}", memory.id)), serde_json::to_vec(memory).expect("memory serialises"))
+    }
+
+    fn new_id(&mut self, now: Timestamp) -> String {
+        use std::hash::{BuildHasher, Hasher};
+        self.ids_made += 1;
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(self.ids_made);
+        hasher.write_i64(now);
+        let random = hasher.finish() as u32;
+        format!("m{:011x}{:08x}", (now.max(0) as u64) & 0xfff_ffff_ffff, random)
+    }
+
+    pub fn get(&mut self, id: &str) -> Result<Record> {
+        self.sync()?;
+        self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))
+    }
+
+    fn not_found(&self, id: &str) -> Error {
+        Error::NotFound(format!("no memory {id:?} in bank {}", self.id))
+    }
+
+    /// Soft: the memory is archived (kept, restorable, never recalled). Hard: the record and its
+    /// vector are deleted from the store and every index.
+    pub fn forget(&mut self, id: &str, hard: bool, now: Timestamp) -> Result<()> {
+        self.transact(|bank| bank.forget_once(id, hard, now))
+    }
+
+    fn forget_once(&mut self, id: &str, hard: bool, now: Timestamp) -> Result<()> {
+        let memory = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
+        if hard {
+            let mut ops =
+                vec![Op::Delete(self.key(&format!("m/{id}"))), Op::Delete(self.key(&format!("v/{id}")))];
+            // Nothing may keep the erased id: its sequence successors skip over it.
+            let successors: Vec<Record> = self
+                .state
+                .slots
+                .iter()
+                .flatten()
+                .filter(|m| m.follows.as_deref() == Some(id))
+                .map(|m| Record { follows: memory.follows.clone(), ..m.clone() })
+                .collect();
+            ops.extend(successors.iter().map(|m| self.put_memory(m)));
+            // The keyword snapshot holds the memory's words: saved again without them, in the same
+            // commit (rather than dropped, which would make the next open tokenize everything).
+            self.state.remove(id, successors, &self.settings.lexical);
+            ops.push(self.save_lexical());
+            self.commit_or_reload(ops, now)?;
+        } else if memory.status != Status::Archived {
+            let mut m = memory;
+            m.status = Status::Archived;
+            m.updated_at = now;
+            self.commit(vec![self.put_memory(&m)], now)?;
+            self.state.update(m);
+        }
+        Ok(())
+    }
+
+    pub fn restore(&mut self, id: &str, now: Timestamp) -> Result<Record> {
+        self.transact(|bank| bank.restore_once(id, now))
+    }
+
+    fn restore_once(&mut self, id: &str, now: Timestamp) -> Result<Record> {
+        let mut m = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
+        match m.status {
+            Status::Active => return Ok(m),
+            Status::Archived => {}
+            other => {
+                return Err(Error::invalid(
+                    "id",
+                    format!("memory {id} is {other}; only archived memories can be restored"),
+                ))
+            }
+        }
+        m.status = Status::Active;
+        m.updated_at = now;
+        self.commit(vec![self.put_memory(&m)], now)?;
+        self.state.update(m.clone());
+        Ok(m)
+    }
+
+    pub fn stats(&mut self) -> Result<Stats> {
+        self.sync()?;
+        let mut stats = Stats {
+            bank: self.id.clone(),
+            total: 0,
+            active: 0,
+            archived: 0,
+            superseded: 0,
+            merged: 0,
+            active_by_kind: Kind::ALL.iter().map(|k| (*k, 0)).collect(),
+            embedding_model: self.embedder.model_id().to_string(),
+            dimension: self.embedder.dimension() as u32,
+            sequence: self.state.applied,
+            format_version: self.state.format_version,
+        };
+        for m in self.state.slots.iter().flatten() {
+            stats.total += 1;
+            match m.status {
+                Status::Active => {
+                    stats.active += 1;
+                    if let Some(entry) = stats.active_by_kind.iter_mut().find(|(k, _)| *k == m.kind) {
+                        entry.1 += 1;
+                    }
+                }
+                Status::Archived => stats.archived += 1,
+                Status::Superseded => stats.superseded += 1,
+                Status::Merged => stats.merged += 1,
+            }
+        }
+        Ok(stats)
+    }
+}
+
+/// A caller's vector: the bank's dimension, finite, not all zero; stored at unit length.
+fn checked_vector(mut v: Vec<f32>, dim: usize) -> Result<Vec<f32>> {
+    if v.len() != dim {
+        return Err(Error::invalid(
+            "vector",
+            format!("has {} dimensions; the bank's model has {dim}", v.len()),
+        ));
+    }
+    if v.iter().any(|x| !x.is_finite()) {
+        return Err(Error::invalid("vector", "holds a NaN or infinite number"));
+    }
+    if v.iter().all(|x| *x == 0.0) {
+        return Err(Error::invalid("vector", "is all zeros"));
+    }
+    crate::embed::normalize(&mut v);
+    Ok(v)
+}
+
+fn encode_vector(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn decode_vector(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+#[cfg(test)]
+mod distill_tests;
+#[cfg(test)]
+mod lifecycle_tests;
+#[cfg(test)]
+mod tests;

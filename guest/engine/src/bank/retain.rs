@@ -1,0 +1,494 @@
+//! The write path: filter, embed, then for each item in order create, reinforce, merge or
+//! supersede against what the bank (and the same call) already holds; one commit at the end.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Deserialize;
+
+use super::{checked_vector, Bank, RetainAction, RetainOutcome};
+use crate::conflict::{Difference, Statement};
+use crate::error::{Error, Result};
+use crate::filter::{self, KeepReason, Verdict};
+use crate::index::dot;
+use crate::llm::{parse_json, LlmError, LlmOperation, LlmRequest};
+use crate::record::{Record, TAG_CONSTRAINT, TAG_PREFERENCE};
+use crate::store::Op;
+use hindsight_types::time::Timestamp;
+use hindsight_types::{Memory, Status};
+
+/// Neighbours looked at for dedup and conflict, from each of the vector and keyword rankings.
+const NEIGHBOURS: usize = 8;
+
+/// One item on its way through the write path.
+struct Pending {
+    memory: Record,
+    vector: Option<Vec<f32>>,
+    force: bool,
+    parallel: bool,
+    importance_given: bool,
+    kept_because: Option<KeepReason>,
+    /// Something the caller should know about how the item was handled.
+    note: Option<String>,
+    /// Set once the item's fate is known.
+    outcome: Option<RetainOutcome>,
+}
+
+/// What the write path decided for one item, before it is applied.
+enum Decision {
+    Create,
+    Reinforce { existing: String, cosine: f32 },
+    Merge { survivor: String, cosine: f32 },
+    Supersede { old: Vec<(String, Difference)> },
+    Parallel { others: Vec<String> },
+}
+
+impl Bank {
+    pub fn retain(&mut self, items: Vec<Memory>, now: Timestamp) -> Result<Vec<RetainOutcome>> {
+        self.retain_with(items, now, true)
+    }
+
+    /// `ask_importance`: false for items an LLM has already judged (distilled, consolidated),
+    /// which then meet only the rules, dedup and conflict checks.
+    pub(super) fn retain_with(
+        &mut self,
+        items: Vec<Memory>,
+        now: Timestamp,
+        ask_importance: bool,
+    ) -> Result<Vec<RetainOutcome>> {
+        self.transact(|bank| bank.retain_once(items.clone(), now, ask_importance))
+    }
+
+    fn retain_once(
+        &mut self,
+        items: Vec<Memory>,
+        now: Timestamp,
+        ask_importance: bool,
+    ) -> Result<Vec<RetainOutcome>> {
+        let limits = &self.settings.limits;
+        if items.is_empty() {
+            return Err(Error::invalid("items", "must hold at least one item"));
+        }
+        if items.len() > limits.max_items_per_retain {
+            return Err(Error::Limit(format!(
+                "items: {} in one call; the limit is {}",
+                items.len(),
+                limits.max_items_per_retain
+            )));
+        }
+        let mut pending = self.validate(items, now)?;
+        self.apply_rules(&mut pending);
+        if ask_importance {
+            self.score_importance(&mut pending);
+        }
+        self.embed_pending(&mut pending)?;
+
+        let mut touched: BTreeMap<String, Record> = BTreeMap::new();
+        let mut new_vectors: Vec<(String, Vec<f32>)> = Vec::new();
+        let mut last_created: Option<Record> = None;
+        for p in pending.iter_mut().filter(|p| p.outcome.is_none()) {
+            let vector = p.vector.take().expect("embedded");
+            let decision = if p.force { Decision::Create } else { self.decide(p, &vector) };
+            // Items retained together in one scope are a sequence, e.g. turns of a conversation.
+            if let Some(prev) = last_created.as_ref().filter(|prev| prev.scope == p.memory.scope) {
+                p.memory.follows = Some(prev.id.clone());
+            }
+            let outcome = self.apply(decision, p, &vector, now, &mut touched);
+            if matches!(
+                outcome.action,
+                RetainAction::Created | RetainAction::Superseded | RetainAction::Merged
+            ) {
+                new_vectors.push((p.memory.id.clone(), vector));
+            }
+            if matches!(outcome.action, RetainAction::Created | RetainAction::Superseded) {
+                last_created = Some(p.memory.clone());
+            }
+            p.outcome = Some(outcome);
+        }
+
+        let mut ops: Vec<Op> = touched.values().map(|m| self.put_memory(m)).collect();
+        ops.extend(
+            new_vectors.iter().map(|(id, v)| Op::Put(self.key(&format!("v/{id}")), super::encode_vector(v))),
+        );
+        // A buffer past its size is sealed now rather than waiting for maintain, and the keyword
+        // index saved with it: a large bank built by retains alone opens fast too.
+        if self.state.buffer_len() > self.settings.index.buffer_max as usize {
+            ops.extend(self.seal_buffer(0));
+            ops.push(self.save_lexical());
+        }
+        if !ops.is_empty() {
+            self.commit_or_reload(ops, now)?;
+        }
+        Ok(pending.into_iter().map(|p| p.outcome.expect("every item decided")).collect())
+    }
+
+    /// Every item is checked before anything is decided: one bad item rejects the call.
+    fn validate(&mut self, items: Vec<Memory>, now: Timestamp) -> Result<Vec<Pending>> {
+        let dim = self.embedder.dimension();
+        let mut pending = Vec::with_capacity(items.len());
+        for (i, mut item) in items.into_iter().enumerate() {
+            let at = |e: Error| e.in_item(i);
+            let vector = item.vector.take().map(|v| checked_vector(v, dim)).transpose().map_err(at)?;
+            let (force, parallel, importance_given) = (item.force, item.parallel, item.importance.is_some());
+            let id = self.new_id(now);
+            let memory =
+                crate::record::build(item, id, now, &self.settings, self.embedder.model_id()).map_err(at)?;
+            pending.push(Pending {
+                memory,
+                vector,
+                force,
+                parallel,
+                importance_given,
+                kept_because: None,
+                note: None,
+                outcome: None,
+            });
+        }
+        Ok(pending)
+    }
+
+    /// The rule-based filter: filler and in-call repeats are dropped; constraints and
+    /// preferences are tagged so they age as such.
+    fn apply_rules(&self, pending: &mut [Pending]) {
+        if !self.settings.write.filter {
+            return;
+        }
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for (i, p) in pending.iter_mut().enumerate() {
+            if p.force {
+                continue;
+            }
+            let key = filter::repeat_key(&p.memory.content);
+            if let Some(first) = seen.get(&key) {
+                p.outcome = Some(RetainOutcome::filtered(format!(
+                    "an exact repeat of items[{first}] in the same call"
+                )));
+                continue;
+            }
+            seen.insert(key, i);
+            match filter::classify(&p.memory.content) {
+                Verdict::Filler => {
+                    p.outcome =
+                        Some(RetainOutcome::filtered("filler: an acknowledgement with nothing to remember"));
+                }
+                Verdict::Keep(reason) => {
+                    let tag = match reason {
+                        KeepReason::Constraint => Some(TAG_CONSTRAINT),
+                        KeepReason::Preference => Some(TAG_PREFERENCE),
+                        _ => None,
+                    };
+                    if let Some(tag) = tag.filter(|t| !p.memory.has_tag(t)) {
+                        if p.memory.tags.len() < self.settings.limits.max_tags {
+                            p.memory.tags.push(tag.to_string());
+                        }
+                    }
+                    p.kept_because = Some(reason);
+                }
+                Verdict::Neutral => {}
+            }
+        }
+    }
+
+    /// When the host has an LLM, items no rule kept are scored 1–10 in one call and those
+    /// under the threshold dropped. No LLM, or a failed call: the rules decide alone.
+    fn score_importance(&self, pending: &mut [Pending]) {
+        let asked: Vec<usize> = (0..pending.len())
+            .filter(|&i| {
+                let p = &pending[i];
+                self.settings.write.filter && !p.force && p.outcome.is_none() && p.kept_because.is_none()
+            })
+            .collect();
+        if asked.is_empty() {
+            return;
+        }
+        let mut prompt = String::from(
+            "Rate how useful each item would be to an AI agent doing similar tasks later, from 1 \
+             (worthless: chit-chat, filler, one-off details) to 10 (essential: constraints, \
+             preferences, lessons with concrete parameters).\n",
+        );
+        for (n, &i) in asked.iter().enumerate() {
+            prompt.push_str(&format!("\n{n}: {}", pending[i].memory.content));
+        }
+        let request = LlmRequest {
+            operation: LlmOperation::Importance,
+            system: "You rate memories for an agent. Answer with JSON only.".into(),
+            prompt,
+            json_schema: Some(IMPORTANCE_SCHEMA.into()),
+            max_tokens: 48 + 32 * asked.len() as u32,
+            temperature: 0.0,
+        };
+        let threshold = self.settings.write.importance_threshold;
+        let scores: std::result::Result<Vec<Option<u8>>, String> = match self.llm.complete(&request) {
+            Err(LlmError::Unavailable(_)) => return,
+            Err(LlmError::Failed(e)) => Err(e),
+            Ok(response) => parse_json::<ImportanceAnswer>(&response.text).map(|a| {
+                let mut by_item = vec![None; asked.len()];
+                for s in a.scores {
+                    if let Some(slot) = by_item.get_mut(s.item) {
+                        *slot = Some(s.importance.clamp(1, 10));
+                    }
+                }
+                by_item
+            }),
+        };
+        match scores {
+            Err(e) => {
+                // Keeping is the safe side: a broken model must not lose what the user said.
+                for &i in &asked {
+                    pending[i].note = Some(format!("importance not scored ({e}); kept by the rules"));
+                }
+            }
+            Ok(by_item) => {
+                for (n, &i) in asked.iter().enumerate() {
+                    let Some(score) = by_item[n] else { continue };
+                    let p = &mut pending[i];
+                    if score < threshold {
+                        p.outcome = Some(RetainOutcome::filtered(format!(
+                            "importance {score}/10 from the LLM, below the threshold {threshold}"
+                        )));
+                    } else if !p.importance_given {
+                        p.memory.importance = f32::from(score) / 10.0;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One batched model run for every surviving item that brought no vector.
+    fn embed_pending(&self, pending: &mut [Pending]) -> Result<()> {
+        let missing: Vec<usize> = (0..pending.len())
+            .filter(|&i| pending[i].outcome.is_none() && pending[i].vector.is_none())
+            .collect();
+        let texts: Vec<&str> = missing.iter().map(|&i| pending[i].memory.content.as_str()).collect();
+        if texts.is_empty() {
+            return Ok(());
+        }
+        for (&i, v) in missing.iter().zip(self.embedder.embed_batch(&texts)?) {
+            pending[i].vector = Some(v);
+        }
+        Ok(())
+    }
+
+    /// Against the active memories of the item's scope: a contradiction supersedes (or, when
+    /// both hold, stands beside); a near-identical one is reinforced; a close one of the same
+    /// kind absorbs the item; otherwise the item is new.
+    fn decide(&self, p: &Pending, vector: &[f32]) -> Decision {
+        let state = &self.state;
+        let w = &self.settings.write;
+        let m = &p.memory;
+        let same_scope = |slot: u32| {
+            state.slots[slot as usize].as_ref().is_some_and(|o| o.is_active() && o.scope == m.scope)
+        };
+        let nearest = state.search_vectors(vector, NEIGHBOURS, same_scope);
+        let mut candidates: Vec<(u32, f32)> = nearest.clone();
+        for (slot, _) in state.lexical.search(&m.content, &self.settings.lexical, NEIGHBOURS, same_scope) {
+            if !candidates.iter().any(|(s, _)| *s == slot) {
+                let cosine = state.vector(slot).map_or(0.0, |v| dot(vector, v));
+                candidates.push((slot, cosine));
+            }
+        }
+        let statement = Statement::of(&m.content);
+        let mut conflicts: Vec<(String, Difference)> = Vec::new();
+        for &(slot, cosine) in &candidates {
+            let old = state.slots[slot as usize].as_ref().expect("candidates are live");
+            if old.kind != m.kind {
+                continue;
+            }
+            let old_statement = Statement::of(&old.content);
+            let same_frame = statement.frame_overlap(&old_statement) >= w.conflict_frame_overlap;
+            if let Some(d) = statement.contradicts(&old_statement, cosine > w.conflict_cosine, same_frame) {
+                conflicts.push((old.id.clone(), d));
+            }
+        }
+        if !conflicts.is_empty() {
+            if p.parallel || self.llm_says_both_hold(m, &conflicts) {
+                return Decision::Parallel { others: conflicts.into_iter().map(|(id, _)| id).collect() };
+            }
+            return Decision::Supersede { old: conflicts };
+        }
+        if let Some(&(slot, cosine)) = nearest.first() {
+            let old = state.slots[slot as usize].as_ref().expect("candidates are live");
+            if cosine > w.dedup_cosine {
+                return Decision::Reinforce { existing: old.id.clone(), cosine };
+            }
+            if cosine > w.merge_cosine && old.kind == m.kind {
+                return Decision::Merge { survivor: old.id.clone(), cosine };
+            }
+        }
+        Decision::Create
+    }
+
+    /// Asks the LLM, when there is one, whether the new memory and the ones it contradicts can
+    /// all hold (under different conditions). No LLM or no clear answer: the rules' verdict
+    /// (the new one replaces the old) stands.
+    fn llm_says_both_hold(&self, new: &Record, conflicts: &[(String, Difference)]) -> bool {
+        let olds: Vec<&str> = conflicts
+            .iter()
+            .filter_map(|(id, _)| self.state.memory(id).map(|m| m.content.as_str()))
+            .collect();
+        let request = LlmRequest {
+            operation: LlmOperation::Conflict,
+            system: "You keep an agent's memory consistent. Answer with JSON only.".into(),
+            prompt: format!(
+                "Earlier memories:\n- {}\n\nNew memory:\n- {}\n\nDoes the new memory replace the earlier \
+                 ones (they are no longer true), or are both valid under different conditions?",
+                olds.join("\n- "),
+                new.content
+            ),
+            json_schema: Some(CONFLICT_SCHEMA.into()),
+            max_tokens: 64,
+            temperature: 0.0,
+        };
+        match self.llm.complete(&request) {
+            Ok(response) => {
+                parse_json::<ConflictAnswer>(&response.text).is_ok_and(|a| a.verdict == "both-valid")
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Carries out a decision on the in-memory state and records every changed record in
+    /// `touched` (committed together by the caller).
+    fn apply(
+        &mut self,
+        decision: Decision,
+        p: &mut Pending,
+        vector: &[f32],
+        now: Timestamp,
+        touched: &mut BTreeMap<String, Record>,
+    ) -> RetainOutcome {
+        let w = self.settings.write.clone();
+        let kept = p.kept_because.map(|r| format!(" (kept: {})", r.describe())).unwrap_or_default();
+        let note = p.note.take().map(|n| format!("; {n}")).unwrap_or_default();
+        match decision {
+            Decision::Create => {
+                let reason =
+                    if p.force { "stored as given (force)".to_string() } else { format!("new memory{kept}") };
+                self.place(p.memory.clone(), vector, touched);
+                outcome(Some(&p.memory.id), RetainAction::Created, None, format!("{reason}{note}"))
+            }
+            Decision::Reinforce { existing, cosine } => {
+                let mut m = self.state.memory(&existing).cloned().expect("decided on a live memory");
+                reinforce(&mut m, now, w.reinforce_confidence_step, w.confidence_cap);
+                self.keep(m, touched);
+                outcome(
+                    Some(&existing),
+                    RetainAction::Reinforced,
+                    None,
+                    format!(
+                        "a duplicate (cosine {cosine:.3} > {}) of {existing}, which was reinforced{note}",
+                        w.dedup_cosine
+                    ),
+                )
+            }
+            Decision::Merge { survivor, cosine } => {
+                let mut s = self.state.memory(&survivor).cloned().expect("decided on a live memory");
+                let mut absorbed = p.memory.clone();
+                s.importance = s.importance.max(absorbed.importance);
+                s.confidence = s.confidence.max(absorbed.confidence);
+                s.access_count = s.access_count.saturating_add(absorbed.access_count);
+                s.supersedes.push(absorbed.id.clone());
+                s.updated_at = now;
+                absorbed.set_status(Status::Merged, now);
+                absorbed.superseded_by = Some(survivor.clone());
+                self.keep(s, touched);
+                self.place(absorbed.clone(), vector, touched);
+                outcome(
+                    Some(&survivor),
+                    RetainAction::Merged,
+                    Some(&absorbed.id),
+                    format!(
+                        "close (cosine {cosine:.3}) to {survivor} of the same kind: merged into it; stored as {} (merged){note}",
+                        absorbed.id
+                    ),
+                )
+            }
+            Decision::Supersede { old } => {
+                let mut reasons = Vec::new();
+                for (id, difference) in &old {
+                    let mut o = self.state.memory(id).cloned().expect("decided on a live memory");
+                    o.set_status(Status::Superseded, now);
+                    o.superseded_by = Some(p.memory.id.clone());
+                    o.confidence *= w.supersede_confidence_factor;
+                    p.memory.supersedes.push(id.clone());
+                    reasons.push(format!("{id} ({})", difference.describe()));
+                    self.keep(o, touched);
+                }
+                self.place(p.memory.clone(), vector, touched);
+                outcome(
+                    Some(&p.memory.id),
+                    RetainAction::Superseded,
+                    old.first().map(|(id, _)| id.as_str()),
+                    format!("supersedes {}{note}", reasons.join(", ")),
+                )
+            }
+            Decision::Parallel { others } => {
+                for id in &others {
+                    let mut o = self.state.memory(id).cloned().expect("decided on a live memory");
+                    o.conflicts_with.push(p.memory.id.clone());
+                    o.updated_at = now;
+                    self.keep(o, touched);
+                }
+                p.memory.conflicts_with = others.clone();
+                self.place(p.memory.clone(), vector, touched);
+                outcome(
+                    Some(&p.memory.id),
+                    RetainAction::Created,
+                    others.first().map(String::as_str),
+                    format!(
+                        "conflicts with {}; both kept, valid under different conditions{note}",
+                        others.join(", ")
+                    ),
+                )
+            }
+        }
+    }
+
+    /// A new record into the state and its indexes.
+    fn place(&mut self, memory: Record, vector: &[f32], touched: &mut BTreeMap<String, Record>) {
+        touched.insert(memory.id.clone(), memory.clone());
+        let slot = self.state.insert(memory, vector);
+        self.state.index_lexical(slot, &self.settings.lexical);
+    }
+
+    /// A changed record (same content) into the state.
+    fn keep(&mut self, memory: Record, touched: &mut BTreeMap<String, Record>) {
+        touched.insert(memory.id.clone(), memory.clone());
+        self.state.update(memory);
+    }
+}
+
+/// A confirmation: used now, a little more certain, its decay and half-life reset and lengthened.
+pub(super) fn reinforce(m: &mut Record, now: Timestamp, step: f32, cap: f32) {
+    m.access_count = m.access_count.saturating_add(1);
+    m.last_accessed_at = Some(now);
+    m.reinforcements = m.reinforcements.saturating_add(1);
+    m.decay_periods = 0;
+    if m.confidence < cap {
+        m.confidence = (m.confidence + step).min(cap);
+    }
+    m.updated_at = now;
+}
+
+fn outcome(id: Option<&str>, action: RetainAction, related: Option<&str>, reason: String) -> RetainOutcome {
+    RetainOutcome { id: id.map(str::to_string), action, related: related.map(str::to_string), reason }
+}
+
+const IMPORTANCE_SCHEMA: &str = r#"{"type":"object","properties":{"scores":{"type":"array","items":{"type":"object","properties":{"item":{"type":"integer","minimum":0},"importance":{"type":"integer","minimum":1,"maximum":10}},"required":["item","importance"]}}},"required":["scores"]}"#;
+
+#[derive(Deserialize)]
+struct ImportanceAnswer {
+    scores: Vec<ItemScore>,
+}
+
+#[derive(Deserialize)]
+struct ItemScore {
+    item: usize,
+    importance: u8,
+}
+
+const CONFLICT_SCHEMA: &str = r#"{"type":"object","properties":{"verdict":{"type":"string","enum":["replaces","both-valid"]},"reason":{"type":"string"}},"required":["verdict"]}"#;
+
+#[derive(Deserialize)]
+struct ConflictAnswer {
+    verdict: String,
+}

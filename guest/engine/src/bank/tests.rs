@@ -1,0 +1,513 @@
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use hindsight_types::time::DAY_MS;
+use hindsight_types::*;
+
+use super::test_support::*;
+use super::*;
+use crate::llm::NoLlm;
+use crate::recall::RecallQuery;
+use crate::store::MemoryStore;
+use crate::test_support::{FailingStore, HashEmbedder};
+
+fn seed(bank: &mut Bank) -> Vec<String> {
+    let items = [
+        "pandas read_csv needs encoding utf-8-sig for Chinese CSV files",
+        "the payments API times out, retry with backoff",
+        "user prefers PostgreSQL for new services",
+    ];
+    bank.retain(items.iter().map(|t| Memory::new(*t)).collect(), NOW)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id.unwrap())
+        .collect()
+}
+
+#[test]
+fn retained_memories_are_recalled_best_first_with_a_breakdown() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    seed(&mut bank);
+    let result = bank.recall(query("CSV encoding with pandas")).unwrap();
+    assert_eq!(texts(&result)[0], "pandas read_csv needs encoding utf-8-sig for Chinese CSV files");
+    let s = result.items[0].score;
+    let sum = s.semantic + s.lexical + s.recency + s.confidence + s.importance + s.task_match + s.source;
+    assert!((s.total - sum).abs() < 1e-5);
+    assert!(s.lexical > 0.0 && s.semantic > 0.0);
+    assert!(result.prompt.contains("utf-8-sig"), "{}", result.prompt);
+}
+
+#[test]
+fn a_reopened_bank_recalls_from_the_store() {
+    let store = Arc::new(MemoryStore::new());
+    seed(&mut open(&store));
+    let mut reopened = open(&store);
+    let result = reopened.recall(query("PostgreSQL services")).unwrap();
+    assert_eq!(texts(&result)[0], "user prefers PostgreSQL for new services");
+    assert_eq!(reopened.stats().unwrap().active, 3);
+}
+
+#[test]
+fn recall_counts_access_in_the_store() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    let ids = seed(&mut bank);
+    bank.recall(RecallQuery { k: Some(1), ..query("PostgreSQL") }).unwrap();
+    let m = open(&store).get(&ids[2]).unwrap();
+    assert_eq!(m.access_count, 1);
+    assert_eq!(m.last_accessed_at, Some(NOW));
+}
+
+#[test]
+fn another_instance_sees_commits_made_after_it_opened() {
+    let store = Arc::new(MemoryStore::new());
+    let mut a = open(&store);
+    let mut b = open(&store);
+    seed(&mut a);
+    assert_eq!(b.stats().unwrap().active, 3);
+    assert_eq!(
+        texts(&b.recall(query("payments API")).unwrap())[0],
+        "the payments API times out, retry with backoff"
+    );
+}
+
+#[test]
+fn soft_forget_hides_and_restore_brings_back() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    let ids = seed(&mut bank);
+    bank.forget(&ids[0], false, NOW).unwrap();
+    let result = bank.recall(query("CSV encoding pandas")).unwrap();
+    assert!(!texts(&result).iter().any(|t| t.contains("read_csv")));
+    assert_eq!(bank.get(&ids[0]).unwrap().status, Status::Archived);
+    bank.restore(&ids[0], NOW).unwrap();
+    let result = bank.recall(query("CSV encoding pandas")).unwrap();
+    assert!(texts(&result)[0].contains("read_csv"));
+}
+
+#[test]
+fn a_reopened_bank_restores_its_keyword_index_and_tokenizes_only_what_is_new() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    seed(&mut bank);
+    bank.maintain(NOW).unwrap();
+    assert!(store.get(&bank.key(LEXICAL_KEY)).unwrap().is_some(), "maintain saves the keyword index");
+    bank.retain(vec![Memory::new("kubernetes pods crash on startup")], NOW).unwrap();
+
+    let mut reopened = open(&store);
+    reopened.stats().unwrap();
+    assert_eq!(reopened.state.lexical.unsaved(), 1, "three restored, the new memory tokenized");
+    assert_eq!(
+        texts(&reopened.recall(query("kubernetes pods")).unwrap())[0],
+        "kubernetes pods crash on startup"
+    );
+    assert_eq!(
+        texts(&reopened.recall(query("PostgreSQL services")).unwrap())[0],
+        "user prefers PostgreSQL for new services"
+    );
+}
+
+#[test]
+fn hard_forget_erases_every_byte() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    let ids = seed(&mut bank);
+    bank.maintain(NOW).unwrap(); // the keyword snapshot holds the memory's words too
+    assert!(store.contains_bytes(b"utf-8-sig") && store.contains_bytes(b"read_csv"));
+    bank.forget(&ids[0], true, NOW).unwrap();
+    assert!(!store.contains_bytes(b"utf-8-sig") && !store.contains_bytes(b"read_csv"));
+    assert!(store.contains_bytes(b"postgresql"), "the snapshot is saved again with the others' words");
+    let mut reopened = open(&store);
+    reopened.stats().unwrap();
+    assert_eq!(reopened.state.lexical.unsaved(), 0, "and restores them all");
+    assert!(!store.contains_bytes(ids[0].as_bytes()));
+    assert!(matches!(bank.get(&ids[0]), Err(Error::NotFound(_))));
+    assert!(matches!(bank.restore(&ids[0], NOW), Err(Error::NotFound(_))));
+    let result = bank.recall(query("read_csv utf-8-sig")).unwrap();
+    assert!(!texts(&result).iter().any(|t| t.contains("read_csv")));
+    assert_eq!(open(&store).stats().unwrap().total, 2);
+}
+
+#[test]
+fn an_invalid_item_fails_the_call_and_stores_nothing() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    seed(&mut bank);
+    let before = store.len();
+    let err = bank
+        .retain(vec![Memory::new("fine"), Memory { importance: Some(7.0), ..Memory::new("bad") }], NOW)
+        .unwrap_err();
+    assert_eq!(err, Error::invalid("importance", "must be a number from 0 to 1, got 7").in_item(1));
+    assert_eq!(store.len(), before);
+    assert_eq!(bank.stats().unwrap().active, 3);
+}
+
+#[test]
+fn a_failed_commit_leaves_the_bank_as_it_was() {
+    let store = Arc::new(FailingStore::new(Arc::new(MemoryStore::new())));
+    let mut bank = Bank::open(
+        "test",
+        Box::new(store.clone()),
+        Rc::new(HashEmbedder { dimension: 64 }),
+        Rc::new(NoLlm),
+        Rc::new(Settings::default()),
+    )
+    .unwrap();
+    let ids = seed(&mut bank);
+    store.fail_next_commit();
+    assert!(matches!(bank.retain(vec![Memory::new("lost")], NOW), Err(Error::Store(_))));
+    store.fail_next_commit();
+    assert!(bank.forget(&ids[0], true, NOW).is_err());
+    assert_eq!(bank.stats().unwrap().active, 3);
+    assert_eq!(bank.get(&ids[0]).unwrap().status, Status::Active);
+}
+
+#[test]
+fn filters_apply_before_ranking() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    bank.retain(
+        vec![
+            Memory {
+                kind: Some(Kind::Semantic),
+                tags: vec!["db".into()],
+                ..Memory::new("PostgreSQL is preferred")
+            },
+            Memory { kind: Some(Kind::Episodic), ..Memory::new("PostgreSQL migration ran for an hour") },
+            Memory {
+                valid_until: Some(NOW - 1),
+                occurred_at: Some(NOW - 10 * DAY_MS),
+                ..Memory::new("PostgreSQL is down for maintenance")
+            },
+        ],
+        NOW - DAY_MS,
+    )
+    .unwrap();
+    let only_semantic =
+        bank.recall(RecallQuery { kinds: vec![Kind::Semantic], ..query("PostgreSQL") }).unwrap();
+    assert_eq!(texts(&only_semantic), vec!["PostgreSQL is preferred"]);
+    let tagged = bank.recall(RecallQuery { tags: vec!["db".into()], ..query("PostgreSQL") }).unwrap();
+    assert_eq!(texts(&tagged), vec!["PostgreSQL is preferred"]);
+    let all = bank.recall(query("PostgreSQL")).unwrap();
+    assert!(
+        !texts(&all).contains(&"PostgreSQL is down for maintenance"),
+        "expired memories are not recalled"
+    );
+}
+
+#[test]
+fn recency_and_confidence_break_ties_between_equal_matches() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    bank.retain(
+        vec![
+            Memory {
+                occurred_at: Some(NOW - 300 * DAY_MS),
+                force: true,
+                ..Memory::new("deploy with blue green switch")
+            },
+            Memory {
+                occurred_at: Some(NOW - DAY_MS),
+                source: Some(Source::UserExplicit),
+                force: true,
+                ..Memory::new("deploy with blue green switch!")
+            },
+        ],
+        NOW,
+    )
+    .unwrap();
+    let result = bank.recall(query("deploy blue green")).unwrap();
+    assert_eq!(texts(&result)[0], "deploy with blue green switch!");
+    assert!(result.items[0].score.recency > result.items[1].score.recency);
+}
+
+#[test]
+fn bad_queries_are_named() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    assert!(bank.recall(query("   ")).unwrap_err().message().starts_with("query:"));
+    assert!(bank.recall(RecallQuery { k: Some(0), ..query("x") }).unwrap_err().message().starts_with("k:"));
+    assert!(bank
+        .recall(RecallQuery { min_score: Some(f32::NAN), ..query("x") })
+        .unwrap_err()
+        .message()
+        .starts_with("min_score:"));
+    assert!(Bank::open(
+        "a/b",
+        Box::new(store.clone()),
+        Rc::new(HashEmbedder { dimension: 8 }),
+        Rc::new(NoLlm),
+        Rc::new(Settings::default())
+    )
+    .is_err());
+}
+
+#[test]
+fn banks_sharing_a_store_do_not_see_each_other() {
+    let store = Arc::new(MemoryStore::new());
+    let mut a = open(&store);
+    let ids = seed(&mut a);
+    let mut b = Bank::open(
+        "other",
+        Box::new(store.clone()),
+        Rc::new(HashEmbedder { dimension: 64 }),
+        Rc::new(NoLlm),
+        Rc::new(Settings::default()),
+    )
+    .unwrap();
+    assert!(b.recall(query("PostgreSQL")).unwrap().items.is_empty());
+    assert!(matches!(b.get(&ids[0]), Err(Error::NotFound(_))));
+    assert!(matches!(b.forget(&ids[0], true, NOW), Err(Error::NotFound(_))));
+    assert_eq!(a.stats().unwrap().active, 3);
+}
+
+#[test]
+fn a_caller_vector_is_used_as_given_after_checks() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    let mut v = vec![0f32; 64];
+    v[5] = 2.0;
+    let id = bank.retain(vec![Memory { vector: Some(v.clone()), ..Memory::new("alpha") }], NOW).unwrap()[0]
+        .id
+        .clone()
+        .unwrap();
+    assert_eq!(bank.state.vector(bank.state.by_id[&id]).unwrap()[5], 1.0, "normalised");
+    let err = bank.retain(vec![Memory { vector: Some(vec![1.0; 3]), ..Memory::new("b") }], NOW).unwrap_err();
+    assert!(err.message().starts_with("items[0].vector: has 3 dimensions"), "{err}");
+    v[0] = f32::NAN;
+    let err = bank.retain(vec![Memory { vector: Some(v), ..Memory::new("c") }], NOW).unwrap_err();
+    assert!(err.message().starts_with("items[0].vector"), "{err}");
+}
+
+#[test]
+fn a_reply_is_found_by_the_words_of_the_turn_before_it() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    let ids: Vec<String> = bank
+        .retain(
+            vec![
+                Memory::new("Mel: did you finish the pottery class?"),
+                Memory::new("Caroline: yes, last week, it was great"),
+                Memory::new("Mel: what about the garden?"),
+            ],
+            NOW,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id.unwrap())
+        .collect();
+    let hits = bank.recall(RecallQuery { k: Some(3), ..query("pottery") }).unwrap();
+    assert!(texts(&hits).contains(&"Caroline: yes, last week, it was great"), "{:?}", texts(&hits));
+    assert_eq!(open(&store).get(&ids[1]).unwrap().follows.as_deref(), Some(ids[0].as_str()));
+
+    // Erasing the question takes its words out of the reply's document too.
+    bank.forget(&ids[0], true, NOW).unwrap();
+    let hits = bank.recall(RecallQuery { k: Some(3), ..query("pottery") }).unwrap();
+    assert!(hits.items.iter().all(|r| r.score.lexical == 0.0), "{:?}", texts(&hits));
+}
+
+#[test]
+fn the_event_month_and_year_are_keywords() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    bank.retain(vec![Memory { occurred_at: Some(1_683_554_160_000), ..Memory::new("went hiking") }], NOW)
+        .unwrap();
+    bank.retain(vec![Memory { occurred_at: Some(NOW), ..Memory::new("went hiking again") }], NOW).unwrap();
+    let hits = bank.recall(query("what happened in May 2023")).unwrap();
+    assert_eq!(texts(&hits)[0], "went hiking");
+}
+
+/// A store that lets another writer commit just before this instance's next commit: the race
+/// two processes on one file run into.
+type Armed = Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>>;
+
+struct CommitsFirst {
+    inner: Arc<MemoryStore>,
+    other: Armed,
+}
+
+impl Store for CommitsFirst {
+    fn get(&self, key: &str) -> std::result::Result<Option<Vec<u8>>, StoreError> {
+        self.inner.get(key)
+    }
+    fn scan(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> std::result::Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.inner.scan(prefix, after, limit)
+    }
+    fn commit(&self, ops: Vec<Op>) -> std::result::Result<(), StoreError> {
+        let other = self.other.lock().unwrap().take();
+        if let Some(other) = other {
+            other();
+        }
+        self.inner.commit(ops)
+    }
+}
+
+#[test]
+fn a_stale_instance_never_overwrites_another_instances_commit() {
+    let store = Arc::new(MemoryStore::new());
+    let mut a = open(&store);
+    let fact = "the orders service uses PostgreSQL 16";
+    let id = a.retain(vec![Memory::new(fact)], NOW).unwrap()[0].id.clone().unwrap();
+
+    // B reads the bank, then A archives the memory before B's commit lands; B is retaining the
+    // same fact again, which on its stale view would reinforce the memory and write it back
+    // as active.
+    let armed: Armed = Arc::default();
+    let mut b = Bank::open(
+        "test",
+        Box::new(CommitsFirst { inner: store.clone(), other: armed.clone() }),
+        Rc::new(HashEmbedder { dimension: 64 }),
+        Rc::new(NoLlm),
+        Rc::new(Settings::default()),
+    )
+    .unwrap();
+    let (a_id, a_store) = (id.clone(), store.clone());
+    let arm = move || {
+        let mut a = open(&a_store);
+        a.forget(&a_id, false, NOW + 1).unwrap();
+    };
+    *armed.lock().unwrap() = Some(Box::new(arm));
+    let outcome = b.retain(vec![Memory::new(fact)], NOW + 2).unwrap().remove(0);
+
+    assert_eq!(open(&store).get(&id).unwrap().status, Status::Archived, "A's archive survived B's write");
+    assert_eq!(b.get(&id).unwrap().status, Status::Archived, "B reloaded and saw it");
+    assert_ne!(outcome.id.as_deref(), Some(id.as_str()), "B did not reinforce a memory A had archived");
+    assert_eq!(b.stats().unwrap().sequence, 3, "one commit each, none lost: {outcome:?}");
+    a.sync().unwrap();
+    assert_eq!(a.stats().unwrap().total, 2);
+}
+
+/// A bank as hindsight 0.1 left it: `meta` without a format version, index segments in JSON.
+fn downgrade_to_format_1(store: &Arc<MemoryStore>) {
+    let bank = open(store);
+    let mut ops = Vec::new();
+    for (name, segment) in &bank.state.segments {
+        let slots = &bank.state.slots;
+        let json = segment.to_legacy_json(|slot| slots[slot as usize].as_ref().map(|m| m.id.clone()));
+        ops.push(Op::Put(format!("b/test/s/{name}"), json));
+    }
+    let mut meta: serde_json::Value =
+        serde_json::from_slice(&store.get("b/test/meta").unwrap().unwrap()).unwrap();
+    meta.as_object_mut().unwrap().remove("format_version");
+    ops.push(Op::Put("b/test/meta".into(), serde_json::to_vec(&meta).unwrap()));
+    store.commit(ops).unwrap();
+}
+
+#[test]
+fn a_format_1_bank_is_migrated_once_in_one_commit_and_recalls_the_same() {
+    let store = Arc::new(MemoryStore::new());
+    let settings = Settings {
+        index: settings::IndexSettings { seal_min: 2, ..Default::default() },
+        ..Default::default()
+    };
+    let mut bank = open_dim(&store, 64, Rc::new(NoLlm), settings.clone());
+    seed(&mut bank);
+    assert!(bank.maintain(NOW).unwrap().sealed > 0, "a segment to migrate");
+    let before = texts(&bank.recall(query("CSV encoding with pandas")).unwrap())
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>();
+    downgrade_to_format_1(&store);
+    let segment_key = store.scan("b/test/s/", None, 10).unwrap()[0].0.clone();
+    assert!(Segment::is_legacy(&store.get(&segment_key).unwrap().unwrap()), "the test wrote a JSON segment");
+    let sequence = u64::from_le_bytes(store.get("b/test/seq").unwrap().unwrap().try_into().unwrap());
+
+    let mut reopened = open_dim(&store, 64, Rc::new(NoLlm), settings.clone());
+    let after_open = u64::from_le_bytes(store.get("b/test/seq").unwrap().unwrap().try_into().unwrap());
+    assert_eq!(after_open, sequence + 1, "one commit");
+    assert_eq!(reopened.stats().unwrap().format_version, FORMAT_VERSION);
+    assert!(!Segment::is_legacy(&store.get(&segment_key).unwrap().unwrap()), "rewritten in binary");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&store.get("b/test/meta").unwrap().unwrap()).unwrap();
+    assert_eq!(meta["format_version"], FORMAT_VERSION);
+    assert_eq!(texts(&reopened.recall(query("CSV encoding with pandas")).unwrap()), before);
+
+    open_dim(&store, 64, Rc::new(NoLlm), settings);
+    let again = u64::from_le_bytes(store.get("b/test/seq").unwrap().unwrap().try_into().unwrap());
+    assert_eq!(again, after_open + 1, "the recall committed; opening again migrated nothing");
+}
+
+#[test]
+fn a_bank_from_a_newer_engine_is_refused_naming_both_versions_and_left_unchanged() {
+    let store = Arc::new(MemoryStore::new());
+    seed(&mut open(&store));
+    let mut meta: serde_json::Value =
+        serde_json::from_slice(&store.get("b/test/meta").unwrap().unwrap()).unwrap();
+    meta["format_version"] = serde_json::json!(FORMAT_VERSION + 1);
+    store.commit(vec![Op::Put("b/test/meta".into(), serde_json::to_vec(&meta).unwrap())]).unwrap();
+    let before: Vec<(String, Vec<u8>)> = store.scan("", None, 10_000).unwrap();
+    let err = Bank::open(
+        "test",
+        Box::new(store.clone()),
+        Rc::new(HashEmbedder { dimension: 64 }),
+        Rc::new(NoLlm),
+        Rc::new(Settings::default()),
+    )
+    .err()
+    .expect("refused");
+    let message = err.to_string();
+    assert!(matches!(err, Error::Unsupported(_)), "{message}");
+    assert!(
+        message.contains(&format!("format {}", FORMAT_VERSION + 1))
+            && message.contains(&format!("up to {FORMAT_VERSION}")),
+        "{message}"
+    );
+    assert_eq!(store.scan("", None, 10_000).unwrap(), before);
+}
+
+/// A bank whose next commit is preceded by `other` (another instance's write, made after this
+/// one read what it is about to change).
+fn racing(store: &Arc<MemoryStore>, other: impl FnOnce() + Send + 'static) -> Bank {
+    let armed: Armed = Arc::new(Mutex::new(Some(Box::new(other))));
+    Bank::open(
+        "test",
+        Box::new(CommitsFirst { inner: store.clone(), other: armed }),
+        Rc::new(HashEmbedder { dimension: 64 }),
+        Rc::new(NoLlm),
+        Rc::new(Settings::default()),
+    )
+    .unwrap()
+}
+
+#[test]
+fn two_instances_updating_one_task_lose_neither_update() {
+    let store = Arc::new(MemoryStore::new());
+    let id = open(&store).begin_task("migrate the orders table", None, NOW).unwrap().id;
+    let (a_store, a_id) = (store.clone(), id.clone());
+    let mut b = racing(&store, move || {
+        open(&a_store)
+            .update_task(&a_id, TaskUpdate::Note("A: the table has 2M rows".into()), None, NOW)
+            .unwrap();
+    });
+    b.update_task(&id, TaskUpdate::Note("B: run it at night".into()), None, NOW).unwrap();
+    let task = open(&store).task(&id).unwrap();
+    assert_eq!(task.notes, ["A: the table has 2M rows", "B: run it at night"]);
+    assert_eq!(task.version, 3);
+    // An update made against a version that is no longer current is refused as a conflict.
+    let err = b.update_task(&id, TaskUpdate::Note("late".into()), Some(2), NOW).unwrap_err();
+    assert!(matches!(err, Error::Stale(_)), "{err}");
+    assert_eq!(open(&store).task(&id).unwrap().notes.len(), 2);
+}
+
+#[test]
+fn a_task_ended_by_two_instances_at_once_is_distilled_once() {
+    let store = Arc::new(MemoryStore::new());
+    let mut a = open(&store);
+    let id = a.begin_task("set up CI", None, NOW).unwrap().id;
+    a.update_task(&id, TaskUpdate::Fact("the runner needs 4 GB of memory".into()), None, NOW).unwrap();
+    let (a_store, a_id) = (store.clone(), id.clone());
+    let mut b = racing(&store, move || {
+        let first = open(&a_store).end_task(&a_id, Outcome::Success, None, true, NOW).unwrap();
+        assert_eq!(first.items.len(), 1);
+    });
+    let err = b.end_task(&id, Outcome::Failure, None, true, NOW).unwrap_err();
+    assert!(err.message().contains("already ended"), "{err}");
+    assert_eq!(open(&store).task(&id).unwrap().outcome, Some(Outcome::Success));
+    assert_eq!(open(&store).stats().unwrap().active, 1, "one distillation, one memory");
+}

@@ -1,0 +1,24 @@
+//! Sentence embeddings: what the bank needs from a model (so bank logic is tested without one),
+//! and the ONNX encoder run by tract inside the sandbox.
+
+mod onnx;
+
+pub use onnx::{gather_before_dequantize, Embedder, MAX_TOKENS};
+
+use crate::error::Result;
+
+/// What the bank needs from an embedding model.
+pub trait TextEmbedder {
+    fn model_id(&self) -> &str;
+    fn dimension(&self) -> usize;
+    /// Unit-length vectors, one per text.
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+}
+
+/// Scales to unit length (mean pooling's 1/n cancels out here).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}

@@ -1,0 +1,323 @@
+//! Sentence embeddings inside the sandbox: tokenizer.json + an ONNX BERT-style encoder run by
+//! tract, mean-pooled over real tokens and L2-normalised.
+
+use std::sync::Arc;
+
+use tokenizers::{Tokenizer, TruncationParams};
+use tract_onnx::pb;
+use tract_onnx::prelude::*;
+
+use super::normalize;
+use crate::error::{Error, Result};
+
+/// BERT's learned position table: nothing longer fits.
+pub const MAX_TOKENS: usize = 512;
+
+type Plan = Arc<TypedRunnableModel>;
+
+pub struct Embedder {
+    tokenizer: Tokenizer,
+    plan: Plan,
+    dimension: usize,
+    model_id: String,
+    /// Which of input_ids / attention_mask / token_type_ids the model takes, in its input order.
+    inputs: Vec<InputKind>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum InputKind {
+    Ids,
+    Mask,
+    TypeIds,
+}
+
+impl Embedder {
+    pub fn load(model: &[u8], tokenizer: &[u8]) -> Result<Embedder> {
+        let mut tokenizer = Tokenizer::from_bytes(tokenizer)
+            .map_err(|e| Error::Model(format!("tokenizer.json could not be read: {e}")))?;
+        // Padded positions would be averaged into the sentence vector; the shipped file also
+        // truncates at 128 tokens, far below what the model can take.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..Default::default() }))
+            .map_err(|e| Error::Model(format!("tokenizer truncation: {e}")))?;
+
+        // The exporter's intermediate shape annotations are narrower than what the graph
+        // computes (a [b,1,1,s] mask declared [b,1,s,s]); tract infers shapes itself.
+        let onnx = tract_onnx::onnx().with_ignore_value_info(true).with_ignore_output_shapes(true);
+        let mut proto = onnx
+            .proto_model_for_read(&mut &model[..])
+            .map_err(|e| Error::Model(format!("model.onnx could not be parsed: {e}")))?;
+        let model_id = model_id(model);
+        gather_before_dequantize(&mut proto);
+
+        let graph = proto.graph.as_ref().ok_or_else(|| Error::Model("model.onnx has no graph".into()))?;
+        let inputs = graph
+            .input
+            .iter()
+            .map(|i| match i.name.as_str() {
+                "input_ids" => Ok(InputKind::Ids),
+                "attention_mask" => Ok(InputKind::Mask),
+                "token_type_ids" => Ok(InputKind::TypeIds),
+                other => Err(Error::Model(format!("model input {other:?} is not one a BERT encoder takes"))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+
+        // The model declares its inputs as [batch, sequence] with symbolic sizes; tract keeps them.
+        let inference = onnx
+            .model_for_proto_model(&proto)
+            .map_err(|e| Error::Model(format!("model.onnx could not be loaded: {e}")))?;
+        let typed = inference
+            .into_optimized()
+            .map_err(|e| Error::Model(format!("model could not be optimised: {e:#}")))?;
+        let plan =
+            typed.into_runnable().map_err(|e| Error::Model(format!("model could not be planned: {e}")))?;
+        let mut embedder = Embedder { tokenizer, plan, dimension: 0, model_id, inputs };
+        embedder.dimension = embedder.embed_batch(&["dimension probe"])?[0].len();
+        Ok(embedder)
+    }
+
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// `<file name stem>-<first 8 hex of a content hash>`: two different files never share one.
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    pub fn embed(&self, text: &str) -> Result<Vec<f32>> {
+        Ok(self.embed_batch(&[text])?.remove(0))
+    }
+
+    /// Embeds several texts in one model run (padded, with padding masked out of attention and
+    /// pooling), which is faster per text than one run each.
+    pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encodings = texts
+            .iter()
+            .map(|t| self.tokenizer.encode(*t, true))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
+        let rows = encodings.len();
+        let width = encodings.iter().map(|e| e.get_ids().len()).max().unwrap_or(0).max(1);
+        let mut ids = vec![0i64; rows * width];
+        let mut mask = vec![0i64; rows * width];
+        let mut type_ids = vec![0i64; rows * width];
+        for (r, enc) in encodings.iter().enumerate() {
+            for (c, (&id, &ty)) in enc.get_ids().iter().zip(enc.get_type_ids()).enumerate() {
+                ids[r * width + c] = id as i64;
+                mask[r * width + c] = 1;
+                type_ids[r * width + c] = ty as i64;
+            }
+        }
+        let tensor = |data: &[i64]| -> Result<TValue> {
+            Ok(tract_ndarray::Array2::from_shape_vec((rows, width), data.to_vec())
+                .map_err(|e| Error::Model(e.to_string()))?
+                .into_tensor()
+                .into())
+        };
+        let inputs: TVec<TValue> = self
+            .inputs
+            .iter()
+            .map(|kind| match kind {
+                InputKind::Ids => tensor(&ids),
+                InputKind::Mask => tensor(&mask),
+                InputKind::TypeIds => tensor(&type_ids),
+            })
+            .collect::<Result<_>>()?;
+        let outputs = self.plan.run(inputs).map_err(|e| Error::Model(format!("model run: {e}")))?;
+        let hidden = outputs[0]
+            .to_plain_array_view::<f32>()
+            .map_err(|e| Error::Model(format!("model output: {e}")))?;
+        let shape = hidden.shape();
+        if shape.len() != 3 || shape[0] != rows || shape[1] != width {
+            return Err(Error::Model(format!(
+                "model output has shape {shape:?}, expected [{rows}, {width}, d]"
+            )));
+        }
+        let dim = shape[2];
+        let hidden = hidden.as_standard_layout();
+        let flat = hidden.as_slice().ok_or_else(|| Error::Model("model output not contiguous".into()))?;
+        let mut out = Vec::with_capacity(rows);
+        for (r, enc) in encodings.iter().enumerate() {
+            let real = enc.get_ids().len().max(1);
+            let mut v = vec![0f32; dim];
+            for c in 0..real {
+                let token = &flat[(r * width + c) * dim..(r * width + c + 1) * dim];
+                for (acc, x) in v.iter_mut().zip(token) {
+                    *acc += x;
+                }
+            }
+            normalize(&mut v);
+            out.push(v);
+        }
+        Ok(out)
+    }
+
+    /// How many tokens the tokenizer makes of a text (after truncation).
+    pub fn token_count(&self, text: &str) -> Result<usize> {
+        Ok(self.tokenizer.encode(text, true).map_err(|e| Error::Model(format!("tokenizer: {e}")))?.len())
+    }
+}
+
+fn model_id(model: &[u8]) -> String {
+    format!("onnx-{:016x}", crate::fingerprint::fingerprint(model))
+}
+
+/// Weight-only int8 models store each table as `Mul(Cast(q), scale)`. A `Gather` of such a table
+/// makes tract dequantise the whole table (30522×384 for BERT's vocabulary) on every run; gathering
+/// the int8 rows (and their per-row scales) first and dequantising only those is the same
+/// arithmetic on a few rows. Returns how many gathers were rewritten.
+pub fn gather_before_dequantize(proto: &mut pb::ModelProto) -> usize {
+    let Some(graph) = proto.graph.as_mut() else {
+        return 0;
+    };
+    let initializer_dims = |name: &str| -> Option<Vec<i64>> {
+        graph.initializer.iter().find(|t| t.name == name).map(|t| t.dims.clone())
+    };
+    let producer = |name: &str| graph.node.iter().position(|n| n.output.iter().any(|o| o == name));
+
+    struct Rewrite {
+        gather: usize,
+        cast: usize,
+        quantized: String,
+        scale: String,
+        per_row: bool,
+    }
+    let mut rewrites = Vec::new();
+    for (gi, gather) in graph.node.iter().enumerate() {
+        if gather.op_type != "Gather" || gather.input.len() != 2 {
+            continue;
+        }
+        let axis = gather.attribute.iter().find(|a| a.name == "axis").map(|a| a.i).unwrap_or(0);
+        if axis != 0 {
+            continue;
+        }
+        let Some(mi) = producer(&gather.input[0]) else {
+            continue;
+        };
+        let mul = &graph.node[mi];
+        if mul.op_type != "Mul" || mul.input.len() != 2 {
+            continue;
+        }
+        let Some(ci) = producer(&mul.input[0]) else {
+            continue;
+        };
+        let cast = &graph.node[ci];
+        if cast.op_type != "Cast" || cast.input.len() != 1 {
+            continue;
+        }
+        let (Some(qdims), Some(sdims)) = (initializer_dims(&cast.input[0]), initializer_dims(&mul.input[1]))
+        else {
+            continue;
+        };
+        let scalar = sdims.iter().product::<i64>() == 1;
+        let per_row = sdims.len() == 2 && qdims.len() == 2 && sdims[0] == qdims[0] && sdims[1] == 1;
+        if !(scalar || per_row) {
+            continue;
+        }
+        rewrites.push(Rewrite {
+            gather: gi,
+            cast: ci,
+            quantized: cast.input[0].clone(),
+            scale: mul.input[1].clone(),
+            per_row,
+        });
+    }
+
+    let count = rewrites.len();
+    let mut new_nodes: Vec<(usize, Vec<pb::NodeProto>)> = Vec::new();
+    for rw in &rewrites {
+        let gather = &graph.node[rw.gather];
+        let cast = &graph.node[rw.cast];
+        let indices = gather.input[1].clone();
+        let out = gather.output[0].clone();
+        let stem = format!("{out}__gbd");
+        let mut nodes = vec![
+            pb::NodeProto {
+                op_type: "Gather".into(),
+                name: format!("{stem}_gather_q"),
+                input: vec![rw.quantized.clone(), indices.clone()],
+                output: vec![format!("{stem}_q")],
+                attribute: gather.attribute.clone(),
+                ..Default::default()
+            },
+            pb::NodeProto {
+                op_type: "Cast".into(),
+                name: format!("{stem}_cast"),
+                input: vec![format!("{stem}_q")],
+                output: vec![format!("{stem}_f")],
+                attribute: cast.attribute.clone(),
+                ..Default::default()
+            },
+        ];
+        let scale = if rw.per_row {
+            nodes.push(pb::NodeProto {
+                op_type: "Gather".into(),
+                name: format!("{stem}_gather_s"),
+                input: vec![rw.scale.clone(), indices],
+                output: vec![format!("{stem}_s")],
+                attribute: gather.attribute.clone(),
+                ..Default::default()
+            });
+            format!("{stem}_s")
+        } else {
+            rw.scale.clone()
+        };
+        nodes.push(pb::NodeProto {
+            op_type: "Mul".into(),
+            name: format!("{stem}_mul"),
+            input: vec![format!("{stem}_f"), scale],
+            output: vec![out],
+            ..Default::default()
+        });
+        new_nodes.push((rw.gather, nodes));
+    }
+    // Replace each gather in place (keeps topological order), then drop the table-wide
+    // dequantisation when nothing else reads it.
+    new_nodes.sort_by_key(|(ix, _)| std::cmp::Reverse(*ix));
+    for (ix, nodes) in new_nodes {
+        graph.node.splice(ix..=ix, nodes);
+    }
+    loop {
+        let consumed: std::collections::HashSet<String> =
+            graph.node.iter().flat_map(|n| n.input.iter().cloned()).collect();
+        let outputs: std::collections::HashSet<String> =
+            graph.output.iter().map(|o| o.name.clone()).collect();
+        let before = graph.node.len();
+        graph.node.retain(|n| {
+            !(matches!(n.op_type.as_str(), "Mul" | "Cast")
+                && n.output.iter().all(|o| !consumed.contains(o) && !outputs.contains(o)))
+        });
+        if graph.node.len() == before {
+            break;
+        }
+    }
+    count
+}
+
+impl super::TextEmbedder for Embedder {
+    fn model_id(&self) -> &str {
+        Embedder::model_id(self)
+    }
+    fn dimension(&self) -> usize {
+        Embedder::dimension(self)
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        // A model run pads every text to the longest: run texts of similar length together.
+        let mut order: Vec<(usize, usize)> =
+            texts.iter().enumerate().map(|(i, t)| Ok((self.token_count(t)?, i))).collect::<Result<_>>()?;
+        order.sort_unstable();
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(16) {
+            let batch: Vec<&str> = chunk.iter().map(|&(_, i)| texts[i]).collect();
+            for (&(_, i), v) in chunk.iter().zip(Embedder::embed_batch(self, &batch)?) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,50 @@
+//! The engine: a loaded embedding model and settings, from which banks are opened.
+
+use std::rc::Rc;
+
+use crate::bank::Bank;
+use crate::embed::{Embedder, TextEmbedder};
+use crate::error::Result;
+use crate::llm::{Llm, NoLlm};
+use crate::settings::Settings;
+use crate::store::Store;
+
+pub struct Engine {
+    embedder: Rc<dyn TextEmbedder>,
+    llm: Rc<dyn Llm>,
+    settings: Rc<Settings>,
+}
+
+impl Engine {
+    pub fn new(model: &[u8], tokenizer: &[u8], settings_json: &str) -> Result<Engine> {
+        let settings = Settings::from_json(settings_json)?;
+        let embedder = Embedder::load(model, tokenizer)?;
+        Ok(Engine::with_embedder(Rc::new(embedder), settings))
+    }
+
+    pub fn with_embedder(embedder: Rc<dyn TextEmbedder>, settings: Settings) -> Engine {
+        Engine { embedder, llm: Rc::new(NoLlm), settings: Rc::new(settings) }
+    }
+
+    /// The model the engine asks for importance scores, conflict verdicts and distillation.
+    pub fn with_llm(mut self, llm: Rc<dyn Llm>) -> Engine {
+        self.llm = llm;
+        self
+    }
+
+    pub fn model_id(&self) -> &str {
+        self.embedder.model_id()
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.embedder.embed_batch(texts)
+    }
+
+    pub fn open_bank(&self, id: &str, store: Box<dyn Store>) -> Result<Bank> {
+        Bank::open(id, store, self.embedder.clone(), self.llm.clone(), self.settings.clone())
+    }
+}

@@ -1,0 +1,94 @@
+//! Every way an engine call can fail. Messages name the field or the thing at fault.
+
+use std::fmt;
+
+use hindsight_types::{FieldError, StoreError};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// A field of the input is wrong.
+    InvalidInput(FieldError),
+    NotFound(String),
+    Store(String),
+    Model(String),
+    Limit(String),
+    Corrupt(String),
+    /// The language model was needed and is unavailable, failed, or answered unusably.
+    Llm(String),
+    /// Another writer changed it first: a task update against a stale version, or commits that
+    /// kept losing to other writers. Nothing was changed.
+    Stale(String),
+    /// The stored data was written by a newer engine.
+    Unsupported(String),
+    /// A commit's `expect` did not hold: another instance committed first and nothing was
+    /// applied. Banks reload and try again; callers see `Stale` when that keeps failing.
+    Conflict(String),
+}
+
+impl Error {
+    /// `field: problem`, the shape every validation error takes.
+    pub fn invalid(field: impl Into<String>, problem: impl fmt::Display) -> Self {
+        Error::InvalidInput(FieldError::new(field, problem.to_string()))
+    }
+
+    /// The message without the kind, e.g. `importance: must be a number from 0 to 1, got 7`.
+    pub fn message(&self) -> String {
+        match self {
+            Error::InvalidInput(f) => f.to_string(),
+            Error::NotFound(m)
+            | Error::Store(m)
+            | Error::Model(m)
+            | Error::Limit(m)
+            | Error::Corrupt(m)
+            | Error::Llm(m)
+            | Error::Stale(m)
+            | Error::Unsupported(m)
+            | Error::Conflict(m) => m.clone(),
+        }
+    }
+
+    /// Locates an invalid field in item `index` of a batch.
+    pub fn in_item(self, index: usize) -> Self {
+        match self {
+            Error::InvalidInput(f) => Error::InvalidInput(f.in_item(index)),
+            other => other,
+        }
+    }
+}
+
+impl From<FieldError> for Error {
+    fn from(e: FieldError) -> Self {
+        Error::InvalidInput(e)
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict(key) => Error::Conflict(format!("{key} changed since it was read")),
+            StoreError::Failed(m) => Error::Store(m),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self {
+            Error::InvalidInput(_) => "invalid input",
+            Error::NotFound(_) => "not found",
+            Error::Store(_) => "store error",
+            Error::Model(_) => "model error",
+            Error::Limit(_) => "limit exceeded",
+            Error::Corrupt(_) => "corrupt data",
+            Error::Llm(_) => "language model error",
+            Error::Stale(_) => "conflict",
+            Error::Unsupported(_) => "unsupported",
+            Error::Conflict(_) => "conflicting write",
+        };
+        write!(f, "{kind}: {}", self.message())
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,131 @@
+//! The block of recalled memories an agent puts in its prompt, kept within a token budget.
+
+use hindsight_types::time::date;
+use hindsight_types::{Kind, Status};
+
+use crate::recall::Recalled;
+use crate::record::Record;
+use crate::text::is_cjk;
+
+/// Rough token count: one per CJK character, one per four other characters. Close enough to
+/// keep a block within budget without the model's own tokenizer.
+pub fn estimate_tokens(text: &str) -> usize {
+    let mut cjk = 0usize;
+    let mut other = 0usize;
+    for c in text.chars() {
+        if is_cjk(c) {
+            cjk += 1;
+        } else {
+            other += 1;
+        }
+    }
+    cjk + other.div_ceil(4)
+}
+
+const HEADER: &str = "Relevant memories from earlier tasks (most relevant first):";
+const CONFLICT_NOTE: &str =
+    "Note: memories marked \"conflicting\" record experiences that differ; judge by the situation.";
+const STALE_NOTE: &str = "Note: memories marked \"possibly stale\" are old; check that they still hold.";
+
+/// Formats recalled memories best first, stopping before the budget is passed; notes on
+/// conflicting or stale items follow the list. Empty when none fit.
+pub fn block(items: &[Recalled], budget_tokens: usize) -> String {
+    let mut out = String::from(HEADER);
+    let mut used = estimate_tokens(HEADER);
+    let mut lines = 0;
+    let (mut any_conflict, mut any_stale) = (false, false);
+    for item in items {
+        let conflicting = !item.conflicting.is_empty();
+        let line = format!("\n- {} {}", label(item, conflicting), one_line(&item.memory.content));
+        let notes = [conflicting && !any_conflict, item.possibly_stale && !any_stale];
+        let cost = estimate_tokens(&line)
+            + if notes[0] { estimate_tokens(CONFLICT_NOTE) + 1 } else { 0 }
+            + if notes[1] { estimate_tokens(STALE_NOTE) + 1 } else { 0 };
+        if used + cost > budget_tokens {
+            break;
+        }
+        used += cost;
+        out.push_str(&line);
+        lines += 1;
+        any_conflict |= conflicting;
+        any_stale |= item.possibly_stale;
+    }
+    if lines == 0 {
+        return String::new();
+    }
+    if any_conflict {
+        out.push('\n');
+        out.push_str(CONFLICT_NOTE);
+    }
+    if any_stale {
+        out.push('\n');
+        out.push_str(STALE_NOTE);
+    }
+    out
+}
+
+fn label(item: &Recalled, conflicting: bool) -> String {
+    let m: &Record = &item.memory;
+    let kind = match m.kind {
+        Kind::Episodic => "experience",
+        Kind::Semantic => "fact",
+        Kind::Procedural => "how-to",
+    };
+    let mut parts = vec![kind.to_string(), format!("confidence {:.2}", m.confidence)];
+    if let Some(task) = &m.task_type {
+        parts.push(format!("task {task}"));
+    }
+    parts.push(date(m.occurred_at));
+    if m.status != Status::Active {
+        parts.push(format!("{}, no longer current", m.status));
+    }
+    if conflicting {
+        parts.push("conflicting".into());
+    }
+    if item.possibly_stale {
+        parts.push("possibly stale".into());
+    }
+    format!("[{}]", parts.join(", "))
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use hindsight_types::settings::Settings;
+    use hindsight_types::Memory;
+
+    use super::*;
+
+    fn recalled(text: &str) -> Recalled {
+        let memory =
+            crate::record::build(Memory::new(text), "a".into(), 0, &Settings::default(), "m").unwrap();
+        Recalled { memory, score: Default::default(), conflicting: vec![], possibly_stale: false }
+    }
+
+    #[test]
+    fn block_stops_at_the_budget() {
+        let m = recalled("use utf-8-sig for Chinese CSV files");
+        let three = [m.clone(), m.clone(), m.clone()];
+        let full = block(&three, 10_000);
+        assert_eq!(full.lines().count(), 4);
+        let tight = block(&three, estimate_tokens(&full) - 5);
+        assert_eq!(tight.lines().count(), 3);
+        assert_eq!(block(&three[..1], 3), "");
+    }
+
+    #[test]
+    fn conflicting_and_stale_items_are_marked_and_explained() {
+        let mut a = recalled("retry the export with a 60 s timeout");
+        a.conflicting = vec!["b".into()];
+        let mut b = recalled("the export never works, use the bulk API");
+        b.possibly_stale = true;
+        let text = block(&[a, b], 10_000);
+        assert!(text.contains("conflicting] retry"), "{text}");
+        assert!(text.contains("possibly stale] the export"), "{text}");
+        assert!(text.contains("experiences that differ; judge by the situation"), "{text}");
+        assert!(text.contains("check that they still hold"), "{text}");
+    }
+}

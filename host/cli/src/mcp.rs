@@ -1,0 +1,518 @@
+//! The MCP server: the bank API as Model Context Protocol tools, over stdio (`hindsight mcp`) or
+//! streamable HTTP (`hindsight serve --http`). Every call runs on the library's pool (each bank on
+//! its own instance); an engine error or a bad argument comes back as a tool error naming the
+//! field, which the calling model can read and act on.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use hindsight::{
+    Bank, EndTask, FeedbackOutcome, Hindsight, Kind, Memory, Named, Outcome, Query, Scope, Step, StepKind,
+};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::transport::streamable_http_server::{
+    session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
+use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{json, Value};
+
+use crate::error::{CliError, CliResult};
+
+const INSTRUCTIONS: &str = "Long-term memory across tasks. Before a task, call memory_search with \
+what you are about to do and put the returned `prompt` block in your context. While or after \
+working, memory_write what is worth keeping: what worked, what failed and why, the user's \
+constraints and preferences — one self-contained statement each. memory_summarize ends a task \
+(or takes a whole trajectory) and keeps its lessons; memory_feedback says whether recalled \
+memories helped; memory_forget removes one; memory_history shows what replaced what.";
+
+/// Tool arguments, parsed inside the call so that a wrong argument is a tool error naming the
+/// field (which the model can correct) rather than a protocol error. The raw value is kept.
+pub struct Args<T> {
+    parsed: Result<T, String>,
+    raw: Value,
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Args<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Value::deserialize(d)?;
+        Ok(Args { parsed: serde_json::from_value(raw.clone()).map_err(|e| format!("arguments: {e}")), raw })
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Args<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        T::schema_name()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        T::schema_id()
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
+    }
+}
+
+fn one_of<T: Named>() -> Schema {
+    let names: Vec<&str> = T::ALL.iter().map(|v| v.as_str()).collect();
+    json_schema!({"type": "string", "enum": names})
+}
+fn kind_schema(_: &mut SchemaGenerator) -> Schema {
+    one_of::<Kind>()
+}
+fn kinds_schema(_: &mut SchemaGenerator) -> Schema {
+    let names: Vec<&str> = Kind::ALL.iter().map(|v| v.as_str()).collect();
+    json_schema!({"type": "array", "items": {"type": "string", "enum": names}})
+}
+fn source_schema(_: &mut SchemaGenerator) -> Schema {
+    one_of::<hindsight::Source>()
+}
+fn scope_schema(_: &mut SchemaGenerator) -> Schema {
+    one_of::<hindsight::ScopeLevel>()
+}
+fn failure_type_schema(_: &mut SchemaGenerator) -> Schema {
+    one_of::<hindsight::FailureType>()
+}
+fn feedback_schema(_: &mut SchemaGenerator) -> Schema {
+    one_of::<FeedbackOutcome>()
+}
+fn task_outcome_schema(_: &mut SchemaGenerator) -> Schema {
+    one_of::<Outcome>()
+}
+fn step_kind_schema(_: &mut SchemaGenerator) -> Schema {
+    one_of::<StepKind>()
+}
+
+/// The schema of `memory_write`'s arguments; they are read by `Memory::from_json` (one home for
+/// an item's fields), so these fields are only described, never read.
+#[allow(dead_code)]
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// The memory: one self-contained statement another task can act on, e.g. "pandas.read_csv
+    /// needs encoding='utf-8-sig' for the vendor's CSV export (headers were garbled otherwise)".
+    pub content: String,
+    /// episodic: something that happened (the default); semantic: a fact, constraint or
+    /// preference; procedural: how to do something.
+    #[serde(default)]
+    #[schemars(schema_with = "kind_schema")]
+    pub kind: Option<String>,
+    /// 0 to 1: how much it matters for future tasks. Low-importance text may be filtered out.
+    pub importance: Option<f64>,
+    /// 0 to 1: how sure this is.
+    pub confidence: Option<f64>,
+    /// Where it came from: user-explicit (the user said so), user-feedback, agent-inference,
+    /// tool-result, imported.
+    #[serde(default)]
+    #[schemars(schema_with = "source_schema")]
+    pub source: Option<String>,
+    /// The kind of task it applies to, e.g. "data-cleaning"; search favours the same task type.
+    pub task_type: Option<String>,
+    /// The task it came from, in a sentence.
+    pub task_description: Option<String>,
+    /// Free-form labels; search can require them.
+    pub tags: Option<Vec<String>>,
+    /// global (the default), project or session.
+    #[serde(default)]
+    #[schemars(schema_with = "scope_schema")]
+    pub scope: Option<String>,
+    /// Which project or session, with scope project or session.
+    pub scope_id: Option<String>,
+    /// String key-value pairs kept with the memory.
+    pub metadata: Option<BTreeMap<String, String>>,
+    /// For a failure: transient (may work on a retry) or permanent.
+    #[serde(default)]
+    #[schemars(schema_with = "failure_type_schema")]
+    pub failure_type: Option<String>,
+    /// When it happened (ISO 8601); default now.
+    pub occurred_at: Option<String>,
+    /// After this (ISO 8601) it is no longer recalled.
+    pub valid_until: Option<String>,
+    /// The agent writing it.
+    pub agent_id: Option<String>,
+    /// Store exactly as given: skip the write filter, duplicate, merge and conflict checks.
+    pub force: Option<bool>,
+    /// Valid beside any memory it contradicts: both are kept and flagged as conflicting.
+    pub parallel: Option<bool>,
+    /// The memory bank (tenant); default: the server's --bank.
+    pub bank: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// What you are about to do or want to know, in plain words.
+    pub query: String,
+    /// How many memories to return (default 5).
+    pub k: Option<u32>,
+    /// Only these kinds.
+    #[serde(default)]
+    #[schemars(schema_with = "kinds_schema")]
+    pub kinds: Option<Vec<String>>,
+    /// The current task's type: memories of the same type score higher.
+    pub task_type: Option<String>,
+    /// Only memories carrying all these tags.
+    pub tags: Option<Vec<String>>,
+    /// Only this scope: global, project or session.
+    #[serde(default)]
+    #[schemars(schema_with = "scope_schema")]
+    pub scope: Option<String>,
+    /// Which project or session, with scope.
+    pub scope_id: Option<String>,
+    /// Also return memories that newer ones replaced.
+    pub include_superseded: Option<bool>,
+    /// The memory bank (tenant); default: the server's --bank.
+    pub bank: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StepArgs {
+    /// thought, tool-call, tool-result, user-message or answer.
+    #[serde(rename = "type")]
+    #[schemars(schema_with = "step_kind_schema")]
+    pub kind: String,
+    /// What was thought, called, returned, said or answered.
+    pub text: String,
+    /// The tool, for tool-call and tool-result.
+    pub tool: Option<String>,
+    /// A tool result that is an error.
+    pub error: Option<bool>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SummarizeArgs {
+    /// End this task (begun with `hindsight task begin`); or leave it out and pass `goal` and
+    /// `steps`.
+    pub task_id: Option<String>,
+    /// How the task ended: success, failure or interrupted.
+    #[schemars(schema_with = "task_outcome_schema")]
+    pub outcome: String,
+    /// What happened at the end, in a sentence (e.g. the error that stopped it).
+    pub detail: Option<String>,
+    /// For a trajectory: what the task set out to do.
+    pub goal: Option<String>,
+    /// For a trajectory: the kind of task, e.g. "data-cleaning".
+    pub task_type: Option<String>,
+    /// For a trajectory: the steps in order.
+    pub steps: Option<Vec<StepArgs>>,
+    /// For a trajectory: facts that were confirmed along the way.
+    pub facts: Option<Vec<String>>,
+    /// Distil even a short or uneventful task.
+    pub force: Option<bool>,
+    /// The memory bank (tenant); default: the server's --bank.
+    pub bank: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetArgs {
+    /// The memory's id.
+    pub id: String,
+    /// false (the default): soft — archived, no longer recalled, restorable; true: hard — erased
+    /// from the store for good.
+    pub hard: Option<bool>,
+    /// The memory bank (tenant); default: the server's --bank.
+    pub bank: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FeedbackArgs {
+    /// The ids of the recalled memories this is about.
+    pub ids: Vec<String>,
+    /// success (following them worked: confidence up), failure (confidence down) or correction
+    /// (the user corrected them: confidence halved).
+    #[schemars(schema_with = "feedback_schema")]
+    pub outcome: String,
+    /// The memory bank (tenant); default: the server's --bank.
+    pub bank: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryArgs {
+    /// The memory's id.
+    pub id: String,
+    /// The memory bank (tenant); default: the server's --bank.
+    pub bank: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct MemoryServer {
+    hs: Hindsight,
+    default_bank: String,
+    tool_router: ToolRouter<Self>,
+}
+
+fn tool_error(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.into())])
+}
+
+/// The argument struct, or the tool error that names what is wrong with it.
+macro_rules! parsed {
+    ($args:expr) => {
+        match $args.parsed {
+            Ok(a) => a,
+            Err(message) => return tool_error(message),
+        }
+    };
+}
+
+/// An engine error as the calling model should read it: for one item, the field without the
+/// batch's item index.
+fn engine_error(e: hindsight::Error) -> String {
+    match e {
+        hindsight::Error::InvalidInput { field, message, .. } => format!("invalid input: {field}: {message}"),
+        other => other.to_string(),
+    }
+}
+
+impl MemoryServer {
+    pub fn new(hs: Hindsight, default_bank: String) -> MemoryServer {
+        MemoryServer { hs, default_bank, tool_router: Self::tool_router() }
+    }
+
+    /// Runs `f` on the bank (off the async threads: engine calls block); its value is the tool's
+    /// structured result.
+    async fn on_bank<T: Serialize + Send + 'static>(
+        &self,
+        bank: Option<String>,
+        f: impl FnOnce(Bank) -> hindsight::Result<T> + Send + 'static,
+    ) -> CallToolResult {
+        let bank = match self.hs.bank(bank.as_deref().unwrap_or(&self.default_bank)) {
+            Ok(bank) => bank,
+            Err(e) => return tool_error(engine_error(e)),
+        };
+        match tokio::task::spawn_blocking(move || f(bank)).await {
+            Ok(Ok(value)) => {
+                CallToolResult::structured(serde_json::to_value(value).expect("results serialise"))
+            }
+            Ok(Err(e)) => tool_error(engine_error(e)),
+            Err(e) => tool_error(format!("the call failed in the server: {e}")),
+        }
+    }
+}
+
+#[tool_router]
+impl MemoryServer {
+    #[tool(
+        description = "Keep a memory for future tasks: what worked, what failed and why, a user's constraint or preference. Returns what became of it: action created, reinforced (a duplicate), merged, superseded (it replaced an older memory that it contradicts) or filtered (not worth keeping), with the memory's id and the reason."
+    )]
+    async fn memory_write(&self, Parameters(args): Parameters<Args<WriteArgs>>) -> CallToolResult {
+        let bank = match args.raw.get("bank") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(b)) => Some(b.clone()),
+            Some(other) => return tool_error(format!("bank: expected a string, got {other}")),
+        };
+        let mut fields = args.raw;
+        if let Some(map) = fields.as_object_mut() {
+            map.remove("bank");
+        }
+        let item = match Memory::from_json(&fields) {
+            Ok(item) => item,
+            Err(e) => return tool_error(format!("invalid input: {e}")),
+        };
+        self.on_bank(bank, move |b| Ok(b.retain([item])?.remove(0))).await
+    }
+
+    #[tool(
+        description = "Recall the memories that matter for a task or question, best first, scored by meaning, keywords, recency, confidence and source. Returns `items` (each with id, content, kind, score breakdown, and flags for conflicting or possibly stale memories) and `prompt`, a block ready to put in your context."
+    )]
+    async fn memory_search(&self, Parameters(args): Parameters<Args<SearchArgs>>) -> CallToolResult {
+        let a = parsed!(args);
+        let mut query = Query::new(a.query);
+        query.k = a.k;
+        query.task_type = a.task_type;
+        query.tags = a.tags.unwrap_or_default();
+        query.include_superseded = a.include_superseded.unwrap_or(false);
+        for (i, k) in a.kinds.unwrap_or_default().iter().enumerate() {
+            match Kind::parse(&format!("kinds[{i}]"), k) {
+                Ok(kind) => query.kinds.push(kind),
+                Err(e) => return tool_error(format!("invalid input: {e}")),
+            }
+        }
+        query.scope = match Scope::parse("scope", a.scope.as_deref(), a.scope_id) {
+            Ok(scope) => scope,
+            Err(e) => return tool_error(format!("invalid input: {e}")),
+        };
+        self.on_bank(a.bank, move |b| b.recall(query)).await
+    }
+
+    #[tool(
+        description = "End a task and keep its lessons (hindsight): give task_id and outcome, or pass a whole trajectory (goal, steps, outcome) to distil. Uses the host's language model when one is configured, rules otherwise. Returns the method, the reason, and each candidate memory with what became of it."
+    )]
+    async fn memory_summarize(&self, Parameters(args): Parameters<Args<SummarizeArgs>>) -> CallToolResult {
+        let a = parsed!(args);
+        let outcome = match Outcome::parse("outcome", &a.outcome) {
+            Ok(o) => o,
+            Err(e) => return tool_error(format!("invalid input: {e}")),
+        };
+        let mut end = EndTask::new(outcome);
+        end.force = a.force.unwrap_or(false);
+        end.detail = a.detail;
+        let trajectory = a.goal.is_some() || a.steps.is_some() || a.facts.is_some();
+        match (a.task_id, trajectory) {
+            (Some(_), true) => tool_error(
+                "task_id: give either task_id (to end that task) or goal and steps (a trajectory), not both",
+            ),
+            (Some(id), false) => self.on_bank(a.bank, move |b| b.resume_task(&id)?.end(end)).await,
+            (None, _) => {
+                let Some(goal) = a.goal else {
+                    return tool_error("goal: missing (or give task_id to end a task that was begun)");
+                };
+                let mut steps = Vec::new();
+                for (i, s) in a.steps.unwrap_or_default().into_iter().enumerate() {
+                    let kind = match StepKind::parse(&format!("steps[{i}].type"), &s.kind) {
+                        Ok(k) => k,
+                        Err(e) => return tool_error(format!("invalid input: {e}")),
+                    };
+                    steps.push(Step {
+                        tool: s.tool,
+                        error: s.error.unwrap_or(false),
+                        ..Step::new(kind, s.text)
+                    });
+                }
+                let facts = a.facts.unwrap_or_default();
+                let mut new = hindsight::NewTask::new(goal);
+                new.task_type = a.task_type;
+                self.on_bank(a.bank, move |b| {
+                    let task = b.begin_task(new)?;
+                    for step in steps {
+                        task.step(step)?;
+                    }
+                    for fact in facts {
+                        task.fact(fact)?;
+                    }
+                    task.end(end)
+                })
+                .await
+            }
+        }
+    }
+
+    #[tool(
+        description = "Forget a memory by id: soft (the default) archives it — no longer recalled, restorable; hard erases it from the store."
+    )]
+    async fn memory_forget(&self, Parameters(args): Parameters<Args<ForgetArgs>>) -> CallToolResult {
+        let a = parsed!(args);
+        let hard = a.hard.unwrap_or(false);
+        self.on_bank(a.bank, move |b| {
+            if hard {
+                b.forget_hard(&a.id)?;
+            } else {
+                b.forget(&a.id)?;
+            }
+            Ok(json!({"id": a.id, "forgotten": if hard { "hard" } else { "soft" }}))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Say how recalled memories worked out: success (following them worked), failure (it did not) or correction (the user corrected them). Adjusts their confidence; returns the updated memories."
+    )]
+    async fn memory_feedback(&self, Parameters(args): Parameters<Args<FeedbackArgs>>) -> CallToolResult {
+        let a = parsed!(args);
+        let outcome = match FeedbackOutcome::parse("outcome", &a.outcome) {
+            Ok(o) => o,
+            Err(e) => return tool_error(format!("invalid input: {e}")),
+        };
+        self.on_bank(a.bank, move |b| Ok(json!({"memories": b.feedback(a.ids, outcome)?}))).await
+    }
+
+    #[tool(
+        description = "The history of a memory: the memories it replaced or absorbed and what replaced it, with times (event created, superseded, merged or archived)."
+    )]
+    async fn memory_history(&self, Parameters(args): Parameters<Args<HistoryArgs>>) -> CallToolResult {
+        let a = parsed!(args);
+        self.on_bank(a.bank, move |b| Ok(json!({"entries": b.history(&a.id)?}))).await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for MemoryServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("hindsight", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+fn runtime() -> CliResult<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::new("config", format!("starting the async runtime: {e}")))
+}
+
+/// `127.0.0.1:8765`, `localhost:0`, `[::1]:8765`: the first address it resolves to.
+pub fn parse_addr(text: &str) -> CliResult<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let mut addrs = text.to_socket_addrs().map_err(|e| {
+        CliError::field("http", format!("{text:?} is not an address to listen on (e.g. 127.0.0.1:8765): {e}"))
+    })?;
+    addrs.next().ok_or_else(|| CliError::field("http", format!("{text:?} resolves to no address")))
+}
+
+/// Serves MCP on stdin/stdout until the client closes them.
+pub fn serve_stdio(hs: Hindsight, default_bank: String) -> CliResult<()> {
+    let server = MemoryServer::new(hs, default_bank);
+    runtime()?.block_on(async move {
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| CliError::new("config", format!("starting the MCP server: {e}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| CliError::new("config", format!("the MCP server stopped: {e}")))?;
+        Ok(())
+    })
+}
+
+/// Serves MCP over streamable HTTP at `/mcp` (and `GET /health`) until Ctrl-C or SIGTERM.
+pub fn serve_http(hs: Hindsight, default_bank: String, addr: SocketAddr) -> CliResult<()> {
+    let server = MemoryServer::new(hs, default_bank);
+    runtime()?.block_on(async move {
+        let config = StreamableHttpServerConfig::default();
+        let stop = config.cancellation_token.clone();
+        let service: StreamableHttpService<MemoryServer, LocalSessionManager> =
+            StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
+        let router = axum::Router::new()
+            .nest_service("/mcp", service)
+            .route("/health", axum::routing::get(|| async { "ok" }));
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| CliError::new("config", format!("listening on {addr}: {e}")))?;
+        let bound = listener.local_addr().map_err(|e| CliError::new("config", e.to_string()))?;
+        eprintln!("hindsight: MCP over streamable HTTP at http://{bound}/mcp");
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                shutdown_signal().await;
+                stop.cancel();
+            })
+            .await
+            .map_err(|e| CliError::new("config", format!("serving HTTP: {e}")))
+    })
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return ctrl_c.await.unwrap_or(()),
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,248 @@
+//! A bank (one agent's or tenant's memories) and a task (its working memory while it works):
+//! handles that route every call to the instance serving the bank.
+
+use hindsight_types::{
+    Distilled, EndTask, FeedbackOutcome, HistoryEntry, MaintainReport, Memory, MemoryRecord, NewTask, Query,
+    RecallResult, RetainOutcome, Stats, Step, TaskEnd, TaskState, TaskUpdate, Timestamp,
+};
+
+use crate::error::Result;
+use crate::hindsight::Hindsight;
+use crate::runtime::Worker;
+use crate::wit;
+
+/// One bank of memories. A cheap handle: clone it, or ask [`Hindsight::bank`] again.
+///
+/// Time defaults to the wall clock; [`Bank::at`] gives a handle whose calls happen at a fixed
+/// time (tests, replaying a conversation).
+#[derive(Clone, Debug)]
+pub struct Bank {
+    hs: Hindsight,
+    id: String,
+    now: Option<Timestamp>,
+}
+
+impl Bank {
+    pub(crate) fn new(hs: Hindsight, id: String) -> Bank {
+        Bank { hs, id, now: None }
+    }
+
+    /// The bank's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The same bank, with every call made at `now` (milliseconds since the epoch) instead of
+    /// the wall clock.
+    pub fn at(&self, now: Timestamp) -> Bank {
+        Bank { now: Some(now), ..self.clone() }
+    }
+
+    /// Runs `f` on the worker serving this bank, with the bank's id.
+    fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Worker, &str) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let id = self.id.clone();
+        self.hs.pool.call(&self.id, move |worker| f(worker, &id))
+    }
+
+    /// Retains memories (text, or [`Memory`] builders), in one commit; says what became of each:
+    /// created, reinforced (a duplicate), merged, superseded (it replaced an older memory it
+    /// contradicts) or filtered (not worth keeping).
+    pub fn retain<I>(&self, items: I) -> Result<Vec<RetainOutcome>>
+    where
+        I: IntoIterator,
+        I::Item: Into<Memory>,
+    {
+        let items: Vec<wit::types::NewMemory> = items.into_iter().map(|m| m.into().into()).collect();
+        let now = self.now;
+        let outcomes =
+            self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_retain(s, h, &items, now)))?;
+        Ok(outcomes.into_iter().map(Into::into).collect())
+    }
+
+    /// The memories that matter for a query (text, or a [`Query`] with filters), best first,
+    /// with each score's breakdown and a prompt block. Recall counts as use.
+    pub fn recall(&self, query: impl Into<Query>) -> Result<RecallResult> {
+        let mut query: Query = query.into();
+        query.now = query.now.or(self.now);
+        let query: wit::types::RecallQuery = query.into();
+        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_recall(s, h, &query)))?.into())
+    }
+
+    /// One memory, whatever its status.
+    pub fn get(&self, id: &str) -> Result<MemoryRecord> {
+        let id = id.to_string();
+        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_get(s, h, &id)))?.into())
+    }
+
+    /// Forgets a memory softly: archived, never recalled, restorable.
+    pub fn forget(&self, id: &str) -> Result<()> {
+        self.forget_with(id, false)
+    }
+
+    /// Erases a memory: gone from every index and from the store.
+    pub fn forget_hard(&self, id: &str) -> Result<()> {
+        self.forget_with(id, true)
+    }
+
+    fn forget_with(&self, id: &str, hard: bool) -> Result<()> {
+        let (id, now) = (id.to_string(), self.now);
+        self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_forget(s, h, &id, hard, now)))
+    }
+
+    /// Brings an archived memory back.
+    pub fn restore(&self, id: &str) -> Result<MemoryRecord> {
+        let (id, now) = (id.to_string(), self.now);
+        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_restore(s, h, &id, now)))?.into())
+    }
+
+    /// Counts of the bank's memories.
+    pub fn stats(&self) -> Result<Stats> {
+        Ok(self.call(|w, bank| w.with_bank(bank, |b, s, h| b.call_stats(s, h)))?.into())
+    }
+
+    /// Says how recalled memories worked out; all or none (an unknown id changes nothing).
+    pub fn feedback<I, S>(&self, ids: I, outcome: FeedbackOutcome) -> Result<Vec<MemoryRecord>>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let ids: Vec<String> = ids.into_iter().map(Into::into).collect();
+        let now = self.now;
+        let outcome = outcome.into();
+        let memories =
+            self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_feedback(s, h, &ids, outcome, now)))?;
+        Ok(memories.into_iter().map(Into::into).collect())
+    }
+
+    /// The chain of memories linked to `id` by supersedes and merges, oldest event first.
+    pub fn history(&self, id: &str) -> Result<Vec<HistoryEntry>> {
+        let id = id.to_string();
+        let entries = self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_history(s, h, &id)))?;
+        Ok(entries.into_iter().map(Into::into).collect())
+    }
+
+    /// Decay, archiving, expiry, late merging and the capacity cap, in one commit.
+    pub fn maintain(&self) -> Result<MaintainReport> {
+        let now = self.now;
+        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_maintain(s, h, now)))?.into())
+    }
+
+    /// Starts a task (a goal, or a [`NewTask`] with its type): its working memory lives in the
+    /// store until it ends, and after.
+    pub fn begin_task(&self, task: impl Into<NewTask>) -> Result<Task> {
+        let task: NewTask = task.into();
+        let now = self.now;
+        let state: TaskState = self
+            .call(move |w, bank| {
+                w.with_bank(bank, |b, s, h| {
+                    b.call_begin_task(s, h, &task.goal, task.task_type.as_deref(), now)
+                })
+            })?
+            .into();
+        Ok(Task { bank: self.clone(), id: state.id })
+    }
+
+    /// A task by id, to continue it (after a restart too); an error if the bank has no such task.
+    pub fn resume_task(&self, id: &str) -> Result<Task> {
+        let task = Task { bank: self.clone(), id: id.to_string() };
+        task.state()?;
+        Ok(task)
+    }
+
+    /// The bank's tasks, newest first; ended ones only when asked.
+    pub fn tasks(&self, include_ended: bool) -> Result<Vec<TaskState>> {
+        let tasks =
+            self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_tasks(s, h, include_ended)))?;
+        Ok(tasks.into_iter().map(Into::into).collect())
+    }
+
+    /// Induces semantic memories from the episodes since `since` (all when `None`) with the
+    /// language model; an `Llm` error without one.
+    pub fn consolidate(&self, since: Option<Timestamp>) -> Result<Vec<Distilled>> {
+        let now = self.now;
+        let items =
+            self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_consolidate(s, h, since, now)))?;
+        Ok(items.into_iter().map(Into::into).collect())
+    }
+}
+
+/// A task's working memory: a step log, facts, assumptions, open questions and notes, updated as
+/// the agent works; [`Task::end`] looks back and keeps what will help next time.
+#[derive(Clone, Debug)]
+pub struct Task {
+    bank: Bank,
+    id: String,
+}
+
+impl Task {
+    /// The task's id in its bank.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Its working memory now.
+    pub fn state(&self) -> Result<TaskState> {
+        let id = self.id.clone();
+        Ok(self.bank.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_task(s, h, &id)))?.into())
+    }
+
+    /// Applies an update; with `expected_version`, only if the task is still at that version
+    /// (else a `Conflict` error and nothing changes). The same update twice changes nothing.
+    pub fn update(&self, update: TaskUpdate, expected_version: Option<u32>) -> Result<TaskState> {
+        let id = self.id.clone();
+        let now = self.bank.now;
+        let update = wit::task_update(update, now.unwrap_or_else(hindsight_types::time::now));
+        let state = self.bank.call(move |w, bank| {
+            w.with_bank(bank, |b, s, h| b.call_update_task(s, h, &id, &update, expected_version, now))
+        })?;
+        Ok(state.into())
+    }
+
+    /// Logs a step: a thought, a tool call or its result, a user message, the answer.
+    pub fn step(&self, step: Step) -> Result<TaskState> {
+        self.update(TaskUpdate::Step(step), None)
+    }
+
+    /// Records a confirmed fact.
+    pub fn fact(&self, text: impl Into<String>) -> Result<TaskState> {
+        self.update(TaskUpdate::Fact(text.into()), None)
+    }
+
+    /// Records an assumption not yet checked.
+    pub fn assume(&self, text: impl Into<String>) -> Result<TaskState> {
+        self.update(TaskUpdate::Assumption(text.into()), None)
+    }
+
+    /// Records an open question.
+    pub fn question(&self, text: impl Into<String>) -> Result<TaskState> {
+        self.update(TaskUpdate::Question(text.into()), None)
+    }
+
+    /// Records a note.
+    pub fn note(&self, text: impl Into<String>) -> Result<TaskState> {
+        self.update(TaskUpdate::Note(text.into()), None)
+    }
+
+    /// Records what the agent is doing now.
+    pub fn current_step(&self, text: impl Into<String>) -> Result<TaskState> {
+        self.update(TaskUpdate::CurrentStep(text.into()), None)
+    }
+
+    /// Ends the task (an [`hindsight_types::Outcome`], or an [`EndTask`] with a detail or
+    /// `force`) and, when it is worth it, distils it into memories: with the language model
+    /// when there is one, by rules otherwise.
+    pub fn end(&self, end: impl Into<EndTask>) -> Result<TaskEnd> {
+        let end: EndTask = end.into();
+        let (id, now) = (self.id.clone(), self.bank.now);
+        let outcome = end.outcome.into();
+        let ended = self.bank.call(move |w, bank| {
+            w.with_bank(bank, |b, s, h| {
+                b.call_end_task(s, h, &id, outcome, end.detail.as_deref(), end.force, now)
+            })
+        })?;
+        Ok(ended.into())
+    }
+}

@@ -1,0 +1,331 @@
+//! The entry point: a [`Hindsight`] built once and shared, from which banks are opened.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hindsight_types::settings::Settings;
+use hindsight_types::{Llm, MemoryStore, Store};
+
+use crate::bank::Bank;
+use crate::error::{Error, Result};
+use crate::models::Models;
+use crate::pool::Pool;
+use crate::runtime::{Runtime, RuntimeConfig, Timings};
+use crate::usage::{self, LlmUsage, Metered};
+
+/// The most workers (instances) one `Hindsight` runs: each holds the model, ~160 MiB.
+pub const MAX_WORKERS: usize = 16;
+
+/// hindsight: the memory engine in its sandbox, over a store, with an optional language model.
+/// Cheap to clone and shareable across threads: clones use the same instances.
+///
+/// Calls block the calling thread until the engine answers; from async code, call through
+/// `spawn_blocking`.
+#[derive(Clone)]
+pub struct Hindsight {
+    pub(crate) pool: Arc<Pool>,
+}
+
+impl std::fmt::Debug for Hindsight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hindsight").field("workers", &self.pool.len()).finish_non_exhaustive()
+    }
+}
+
+/// The key the engine-wide calls (embed, model id) are routed by: no bank has it.
+const ENGINE_KEY: &str = "";
+
+impl Hindsight {
+    /// Options for a new `Hindsight`.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// A handle on bank `id` (created on first write). Ids are 1 to 128 characters of
+    /// `A-Z a-z 0-9 - _ .`.
+    pub fn bank(&self, id: &str) -> Result<Bank> {
+        hindsight_types::validate_bank_id(id)?;
+        Ok(Bank::new(self.clone(), id.to_string()))
+    }
+
+    /// Embeds texts with the engine's model (unit-length vectors), inside the sandbox.
+    pub fn embed<S: AsRef<str>>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>> {
+        let texts: Vec<String> = texts.iter().map(|t| t.as_ref().to_string()).collect();
+        self.pool.call(ENGINE_KEY, move |w| w.with_engine(|e, s, h| e.call_embed(s, h, &texts)))
+    }
+
+    /// The embedding model's id, as recorded on every memory.
+    pub fn model_id(&self) -> Result<String> {
+        self.pool.call(ENGINE_KEY, |w| w.with_engine(|e, s, h| Ok(Ok(e.call_model_id(s, h)?))))
+    }
+
+    /// The ids of the banks in the store, in byte order.
+    pub fn banks(&self) -> Result<Vec<String>> {
+        let store = &self.pool.runtime().store;
+        let mut banks = Vec::new();
+        let mut after: Option<String> = None;
+        // One scan per bank: after a bank's keys `b/<id>/…` comes `b/<id>0…` ('0' follows '/').
+        while let Some((key, _)) = store.scan("b/", after.as_deref(), 1)?.into_iter().next() {
+            let Some(id) = key["b/".len()..].split('/').next().filter(|id| !id.is_empty()) else { break };
+            banks.push(id.to_string());
+            after = Some(format!("b/{id}0"));
+        }
+        Ok(banks)
+    }
+
+    /// LLM calls, failures and tokens by operation, as counted in the store.
+    pub fn llm_usage(&self) -> Result<BTreeMap<String, LlmUsage>> {
+        Ok(usage::read(&*self.pool.runtime().store)?)
+    }
+
+    /// How long loading the component took, and whether it came precompiled from the cache.
+    pub fn timings(&self) -> Timings {
+        self.pool.runtime().timings
+    }
+
+    /// sha256 of the component's wasm: identifies the engine build.
+    pub fn component_sha256(&self) -> &str {
+        &self.pool.runtime().component_sha256
+    }
+
+    /// Starts every worker's instance now (each loads the model), so that first calls do not
+    /// wait for it.
+    pub fn warm_up(&self) -> Result<()> {
+        for w in 0..self.pool.len() {
+            self.pool.call_on(w, |worker| worker.warm_up())?;
+        }
+        Ok(())
+    }
+
+    /// Drops the live instances; the next call starts fresh ones, which read everything from the
+    /// store.
+    pub fn reset(&self) -> Result<()> {
+        for w in (0..self.pool.len()).filter(|&w| self.pool.is_running(w)) {
+            self.pool.call_on(w, |worker| {
+                worker.discard();
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Bytes of linear memory the largest live instance has grown to.
+    pub fn instance_memory_bytes(&self) -> Result<usize> {
+        let mut most = 0;
+        for w in (0..self.pool.len()).filter(|&w| self.pool.is_running(w)) {
+            most = most.max(self.pool.call_on(w, |worker| Ok(worker.memory_bytes()))?);
+        }
+        Ok(most)
+    }
+}
+
+enum StoreChoice {
+    Unset,
+    Memory,
+    #[cfg(feature = "sqlite")]
+    Sqlite(PathBuf),
+    Given(Arc<dyn Store>),
+}
+
+enum ModelsChoice {
+    DefaultDir,
+    Dir(PathBuf),
+    Given(Models),
+}
+
+enum LlmChoice {
+    FromEnv,
+    Nothing,
+    Given(Arc<dyn Llm>),
+}
+
+/// Options for a [`Hindsight`]; [`Builder::open`] makes it. A store must be chosen; everything
+/// else has a default.
+pub struct Builder {
+    store: StoreChoice,
+    models: ModelsChoice,
+    llm: LlmChoice,
+    settings: Settings,
+    workers: Option<usize>,
+    memory_limit: usize,
+    deadline: Duration,
+    component: Option<PathBuf>,
+    cache_dir: Option<PathBuf>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            store: StoreChoice::Unset,
+            models: ModelsChoice::DefaultDir,
+            llm: LlmChoice::FromEnv,
+            settings: Settings::default(),
+            workers: None,
+            // The model needs ~155 MiB; each memory ~1.5 KiB of vector plus its record, so 1 GiB
+            // holds a 100k-memory bank with room to spare.
+            memory_limit: 1 << 30,
+            deadline: Duration::from_secs(120),
+            component: None,
+            cache_dir: Some(hindsight_types::defaults::cache_dir().join("components")),
+        }
+    }
+}
+
+impl Builder {
+    /// Keeps the banks in a SQLite file (created when missing).
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(mut self, path: impl Into<PathBuf>) -> Self {
+        self.store = StoreChoice::Sqlite(path.into());
+        self
+    }
+
+    /// Keeps the banks in memory only: gone when the last clone is dropped.
+    pub fn memory(mut self) -> Self {
+        self.store = StoreChoice::Memory;
+        self
+    }
+
+    /// Keeps the banks in any store (a shared one lets several hosts serve the same banks).
+    pub fn store(mut self, store: impl Store + 'static) -> Self {
+        self.store = StoreChoice::Given(Arc::new(store));
+        self
+    }
+
+    /// Reads the embedding model from `dir` (default: [`Models::default_dir`]).
+    pub fn models_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.models = ModelsChoice::Dir(dir.into());
+        self
+    }
+
+    /// Uses this model and tokenizer.
+    pub fn model_bytes(mut self, model: impl Into<Vec<u8>>, tokenizer: impl Into<Vec<u8>>) -> Self {
+        self.models = ModelsChoice::Given(Models::from_bytes(model, tokenizer));
+        self
+    }
+
+    /// Uses models already read.
+    pub fn models(mut self, models: Models) -> Self {
+        self.models = ModelsChoice::Given(models);
+        self
+    }
+
+    /// Lends the engine this language model (for importance scores, conflict verdicts,
+    /// distillation and consolidation). Default: an OpenAI-compatible endpoint from the
+    /// `HINDSIGHT_LLM_*` variables when `HINDSIGHT_LLM_URL` is set, else none.
+    pub fn llm(mut self, llm: impl Llm + 'static) -> Self {
+        self.llm = LlmChoice::Given(Arc::new(llm));
+        self
+    }
+
+    /// No language model: the engine uses its rules everywhere.
+    pub fn no_llm(mut self) -> Self {
+        self.llm = LlmChoice::Nothing;
+        self
+    }
+
+    /// Changes engine settings, e.g. `.settings(|s| s.maintain.capacity = 500)`.
+    pub fn settings(mut self, change: impl FnOnce(&mut Settings)) -> Self {
+        change(&mut self.settings);
+        self
+    }
+
+    /// Uses these engine settings.
+    pub fn with_settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Instances serving banks in parallel, 1 to [`MAX_WORKERS`] (default: the cores, at most
+    /// 4). Each bank stays on one; each instance holds the model (~160 MiB) and starts on first
+    /// use.
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = Some(workers);
+        self
+    }
+
+    /// Caps each instance's memory (default 1 GiB): a call past it stops with a `Trap` error.
+    pub fn memory_limit(mut self, bytes: usize) -> Self {
+        self.memory_limit = bytes;
+        self
+    }
+
+    /// Limits one call into the engine (default 120 s): a call past it stops with a `Trap` error.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Runs this component file instead of the built-in one.
+    pub fn component_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.component = Some(path.into());
+        self
+    }
+
+    /// Where compiled components are cached (default `~/.cache/hindsight/components`); `None`
+    /// compiles at every start.
+    pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.cache_dir = dir;
+        self
+    }
+
+    /// Loads the component (precompiled from the cache when it can) and the model; instances
+    /// start on first use.
+    pub fn open(self) -> Result<Hindsight> {
+        self.settings.validate()?;
+        let workers = match self.workers {
+            Some(n) if (1..=MAX_WORKERS).contains(&n) => n,
+            Some(n) => {
+                return Err(Error::invalid("workers", format!("must be from 1 to {MAX_WORKERS}, got {n}")))
+            }
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()).min(4),
+        };
+        if self.memory_limit < 64 << 20 {
+            return Err(Error::invalid(
+                "memory_limit",
+                format!("{} MiB is too small: the engine needs ~160 MiB", self.memory_limit >> 20),
+            ));
+        }
+        if self.deadline.is_zero() {
+            return Err(Error::invalid("deadline", "must be longer than zero"));
+        }
+        let store: Arc<dyn Store> = match self.store {
+            StoreChoice::Unset => {
+                return Err(Error::Config(
+                    "no store chosen: use .sqlite(path), .memory() or .store(..) on the builder".into(),
+                ))
+            }
+            StoreChoice::Memory => Arc::new(MemoryStore::new()),
+            #[cfg(feature = "sqlite")]
+            StoreChoice::Sqlite(path) => Arc::new(crate::sqlite::SqliteStore::open(&path)?),
+            StoreChoice::Given(store) => store,
+        };
+        let models = match self.models {
+            ModelsChoice::DefaultDir => Models::from_dir(Models::default_dir())?,
+            ModelsChoice::Dir(dir) => Models::from_dir(dir)?,
+            ModelsChoice::Given(models) => models,
+        };
+        let llm: Option<Arc<dyn Llm>> = match self.llm {
+            LlmChoice::Nothing => None,
+            LlmChoice::Given(llm) => Some(llm),
+            #[cfg(feature = "openai")]
+            LlmChoice::FromEnv => crate::openai::OpenAi::from_env()?.map(|c| Arc::new(c) as Arc<dyn Llm>),
+            #[cfg(not(feature = "openai"))]
+            LlmChoice::FromEnv => None,
+        };
+        let llm = llm.map(|llm| Arc::new(Metered { llm, store: store.clone() }) as Arc<dyn Llm>);
+        let runtime = Runtime::new(RuntimeConfig {
+            store,
+            llm,
+            model: models.model,
+            tokenizer: models.tokenizer,
+            settings: serde_json::to_string(&self.settings).expect("settings serialise"),
+            memory_limit: self.memory_limit,
+            deadline: self.deadline,
+            component: self.component,
+            cache_dir: self.cache_dir,
+        })?;
+        Ok(Hindsight { pool: Arc::new(Pool::new(Arc::new(runtime), workers)) })
+    }
+}

@@ -1,0 +1,193 @@
+//! Bank affinity: a few worker threads, each owning at most one instance of the component.
+//!
+//! The component is single-threaded and a bank's in-memory index lives in the instance that
+//! opened it, so a bank is served by exactly one worker: given to the one serving the fewest banks
+//! on first use, it stays there, and its calls queue in arrival order while other workers serve
+//! other banks in parallel. Workers start on first use (each instance holds the model, ~160 MiB).
+//! A trap discards only that worker's instance; its banks reopen from the store on their next call.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+use crate::runtime::{Runtime, Worker};
+
+type Job = Box<dyn FnOnce(&mut Worker) + Send>;
+
+pub(crate) struct Pool {
+    runtime: Arc<Runtime>,
+    workers: Vec<Mutex<Option<mpsc::Sender<Job>>>>,
+    assignment: Mutex<Assignment>,
+}
+
+#[derive(Default)]
+struct Assignment {
+    worker_of: HashMap<String, usize>,
+    banks_per_worker: Vec<usize>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Pool {
+    pub(crate) fn new(runtime: Arc<Runtime>, workers: usize) -> Pool {
+        let workers = workers.max(1);
+        Pool {
+            runtime,
+            workers: (0..workers).map(|_| Mutex::new(None)).collect(),
+            assignment: Mutex::new(Assignment { banks_per_worker: vec![0; workers], ..Default::default() }),
+        }
+    }
+
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// The worker serving `bank`, assigning one on first use.
+    pub(crate) fn worker_of(&self, bank: &str) -> usize {
+        let mut a = lock(&self.assignment);
+        if let Some(&w) = a.worker_of.get(bank) {
+            return w;
+        }
+        let (w, _) = a
+            .banks_per_worker
+            .iter()
+            .enumerate()
+            .min_by_key(|(i, n)| (**n, *i))
+            .expect("at least one worker");
+        a.banks_per_worker[w] += 1;
+        a.worker_of.insert(bank.to_string(), w);
+        w
+    }
+
+    /// Runs `f` on worker `w` (started if it is not running) and waits for its answer. Calls to
+    /// one worker run in the order they were made.
+    pub(crate) fn call_on<T: Send + 'static>(
+        &self,
+        w: usize,
+        f: impl FnOnce(&mut Worker) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move |worker| {
+            let _ = reply.send(f(worker));
+        });
+        self.sender(w)?.send(job).map_err(|_| Error::Trap(format!("worker {w} has stopped")))?;
+        answer.recv().map_err(|_| {
+            Error::Trap(format!(
+                "worker {w} failed while serving the call (a host bug); its instance was discarded and the \
+                 next call starts a fresh one from the store"
+            ))
+        })?
+    }
+
+    /// Runs `f` on the worker serving `bank`.
+    pub(crate) fn call<T: Send + 'static>(
+        &self,
+        bank: &str,
+        f: impl FnOnce(&mut Worker) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.call_on(self.worker_of(bank), f)
+    }
+
+    fn sender(&self, w: usize) -> Result<mpsc::Sender<Job>> {
+        let mut slot = lock(&self.workers[w]);
+        if let Some(tx) = slot.as_ref() {
+            return Ok(tx.clone());
+        }
+        let (tx, rx) = mpsc::channel::<Job>();
+        let mut worker = Worker::new(self.runtime.clone());
+        std::thread::Builder::new()
+            .name(format!("hindsight-worker-{w}"))
+            .spawn(move || {
+                for job in rx {
+                    // A host bug must not take the worker (and every bank on it) down: drop the
+                    // instance; the caller's reply channel is dropped with the job, so it gets an
+                    // error.
+                    if std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut worker))).is_err() {
+                        worker.discard();
+                    }
+                }
+            })
+            .map_err(|e| Error::Config(format!("starting worker thread {w}: {e}")))?;
+        *slot = Some(tx.clone());
+        Ok(tx)
+    }
+
+    /// Whether worker `w` has been started.
+    pub(crate) fn is_running(&self, w: usize) -> bool {
+        lock(&self.workers[w]).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Error, Hindsight, Memory, Query};
+
+    fn worker_name() -> String {
+        std::thread::current().name().unwrap_or("?").to_string()
+    }
+
+    #[test]
+    fn each_bank_stays_on_one_instance_and_a_trap_stops_only_its_worker() {
+        let hs = Hindsight::builder().memory().no_llm().workers(2).open().unwrap();
+        let pool = &hs.pool;
+        let banks = ["a", "b", "c", "d"];
+        // Spread: the least-loaded worker takes each new bank.
+        assert_eq!(banks.map(|b| pool.worker_of(b)), [0, 1, 0, 1]);
+
+        // Calls from many threads at once, interleaved across banks: each bank's on its own
+        // worker.
+        let facts =
+            ["listens on port 8080", "is deployed only with the VPN up", "rotates its logs nightly at 02:00"];
+        std::thread::scope(|s| {
+            for bank in banks {
+                let pool = pool.clone();
+                s.spawn(move || {
+                    for (round, fact) in facts.into_iter().enumerate() {
+                        let text = format!("bank {bank}: the {bank} service {fact}");
+                        let (worker, id) = pool
+                            .call(bank, move |w| {
+                                let item: crate::wit::types::NewMemory = Memory::new(text).into();
+                                let now = Some(1_767_225_600_000 + round as i64);
+                                let out = w.with_bank(bank, |b, s, h| b.call_retain(s, h, &[item], now))?;
+                                Ok((worker_name(), out[0].id.clone()))
+                            })
+                            .unwrap();
+                        assert!(id.is_some(), "{bank}");
+                        assert_eq!(worker, format!("hindsight-worker-{}", pool.worker_of(bank)));
+                    }
+                });
+            }
+        });
+
+        // A call past its deadline on bank a's worker: a trap, reported as such.
+        let trapped = pool.call("a", |w| {
+            w.hurry(true);
+            let many: Vec<crate::wit::types::NewMemory> = (0..64)
+                .map(|i| Memory::new(format!("a long batch item {i} about deadlines")).into())
+                .collect();
+            let result = w.with_bank("a", |b, s, h| b.call_retain(s, h, &many, None));
+            w.hurry(false);
+            Ok(result)
+        });
+        assert!(matches!(trapped, Ok(Err(Error::Trap(_)))), "{trapped:?}");
+
+        // Only that worker lost its instance; the other kept its instance (and banks b, d).
+        let alive = |bank: &str| pool.call(bank, |w| Ok(w.memory_bytes() > 0)).unwrap();
+        assert!(!alive("a"));
+        assert!(alive("b"));
+        // Banks a and c (same worker) reopen from the store with everything acknowledged.
+        for bank in ["a", "c", "b"] {
+            let recalled = hs.bank(bank).unwrap().recall(Query::new("the service").k(10)).unwrap();
+            let texts: Vec<_> = recalled.items.iter().map(|r| r.memory.content.clone()).collect();
+            assert_eq!(texts.len(), 3, "{bank}: {texts:?}");
+            assert!(texts.iter().all(|t| t.starts_with(&format!("bank {bank}: "))), "{bank}: {texts:?}");
+        }
+    }
+}

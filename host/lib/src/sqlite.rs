@@ -1,0 +1,282 @@
+//! The default store: one SQLite file, WAL, atomic commits with `expect` checked inside the
+//! write transaction, so several processes can share the file.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use hindsight_types::{Op, Store, StoreError};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+/// The file layout this host writes, kept in `PRAGMA user_version`. 0: hindsight 0.1 (a table
+/// that may still be WITHOUT ROWID); 1: the rowid `kv` table.
+pub const SQLITE_FORMAT: i64 = 1;
+
+/// A rowid table, not WITHOUT ROWID: the latter keeps whole rows in its interior b-tree cells,
+/// and SQLite reads a divider cell's whole overflow chain to compare keys, so a lookup next to a
+/// large index segment read all of it. Here the key index holds keys only.
+const KV_COLUMNS: &str = "(key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL)";
+
+/// An ordered key-value space in one SQLite file.
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").finish_non_exhaustive()
+    }
+}
+
+fn failed(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Store(format!("{what} {}: {e}", path.display()))
+}
+
+impl SqliteStore {
+    /// Opens the file (created when missing), migrating an older layout once, in one
+    /// transaction. A file written by a newer hindsight is refused and left as it is.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore> {
+        let path = path.as_ref();
+        let mut conn = Connection::open(path).map_err(|e| failed(path, "opening the database", e))?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(|e| failed(path, "configuring", e))?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| failed(path, "reading", e))?;
+        if version > SQLITE_FORMAT {
+            return Err(Error::Unsupported(format!(
+                "{} is in hindsight's SQLite format {version}; this version reads formats up to {SQLITE_FORMAT}: \
+                 open it with a newer hindsight",
+                path.display()
+            )));
+        }
+        // WAL: readers never block the writer. synchronous=FULL: an acknowledged commit survives
+        // power loss, not only a killed process. secure_delete: a hard-forgotten memory's bytes
+        // are overwritten, not left in free pages.
+        for (pragma, value) in [("journal_mode", "WAL"), ("synchronous", "FULL"), ("secure_delete", "ON")] {
+            conn.pragma_update(None, pragma, value).map_err(|e| failed(path, "configuring", e))?;
+        }
+        if version < SQLITE_FORMAT {
+            migrate(&mut conn).map_err(|e| failed(path, "migrating", e))?;
+        }
+        Ok(SqliteStore { conn: Mutex::new(conn) })
+    }
+
+    /// Moves the write-ahead log into the main file and truncates it.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.conn()
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(|e| Error::Store(format!("checkpoint: {e}")))
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Brings a file of format 0 (or a new one) to the current layout in one transaction; another
+/// process doing the same waits, then finds it done.
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version < SQLITE_FORMAT {
+        let sql: Option<String> =
+            tx.query_row("SELECT sql FROM sqlite_master WHERE name = 'kv'", [], |r| r.get(0)).optional()?;
+        match sql {
+            None => tx.execute_batch(&format!("CREATE TABLE kv {KV_COLUMNS};"))?,
+            // 0.1 files made before the rowid layout: copied into it, once.
+            Some(sql) if sql.to_ascii_uppercase().contains("WITHOUT ROWID") => tx.execute_batch(&format!(
+                "CREATE TABLE kv_rowid {KV_COLUMNS};
+                 INSERT INTO kv_rowid (key, value) SELECT key, value FROM kv ORDER BY key;
+                 DROP TABLE kv;
+                 ALTER TABLE kv_rowid RENAME TO kv;"
+            ))?,
+            Some(_) => {}
+        }
+        tx.pragma_update(None, "user_version", SQLITE_FORMAT)?;
+    }
+    tx.commit()
+}
+
+/// The smallest byte string greater than every string starting with `prefix`, if any.
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+fn store_error(e: rusqlite::Error) -> StoreError {
+    StoreError::failed(e)
+}
+
+impl Store for SqliteStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.conn()
+            .query_row("SELECT value FROM kv WHERE key = ?1", [key.as_bytes()], |row| row.get(0))
+            .optional()
+            .map_err(store_error)
+    }
+
+    fn scan(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let conn = self.conn();
+        let lower: &[u8] = match start_after {
+            Some(after) if after.as_bytes() >= prefix.as_bytes() => after.as_bytes(),
+            _ => prefix.as_bytes(),
+        };
+        let inclusive = start_after.is_none_or(|after| after.as_bytes() < prefix.as_bytes());
+        let upper = prefix_end(prefix.as_bytes());
+        let sql = match (inclusive, upper.is_some()) {
+            (true, true) => "SELECT key, value FROM kv WHERE key >= ?1 AND key < ?2 ORDER BY key LIMIT ?3",
+            (false, true) => "SELECT key, value FROM kv WHERE key > ?1 AND key < ?2 ORDER BY key LIMIT ?3",
+            (true, false) => "SELECT key, value FROM kv WHERE key >= ?1 AND ?2 IS NULL ORDER BY key LIMIT ?3",
+            (false, false) => "SELECT key, value FROM kv WHERE key > ?1 AND ?2 IS NULL ORDER BY key LIMIT ?3",
+        };
+        let mut stmt = conn.prepare_cached(sql).map_err(store_error)?;
+        let rows = stmt
+            .query_map(params![lower, upper, limit], |row| {
+                Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, Vec<u8>>(1)?))
+            })
+            .map_err(store_error)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (key, value) = row.map_err(store_error)?;
+            let key = String::from_utf8(key).map_err(|_| StoreError::failed("a stored key is not UTF-8"))?;
+            out.push((key, value));
+        }
+        Ok(out)
+    }
+
+    fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        // IMMEDIATE: the write lock is taken before the expectations are read, so no other
+        // process can commit between the check and the writes.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
+        for op in &ops {
+            if let Op::Expect(key, want) = op {
+                let have: Option<Vec<u8>> = tx
+                    .query_row("SELECT value FROM kv WHERE key = ?1", [key.as_bytes()], |row| row.get(0))
+                    .optional()
+                    .map_err(store_error)?;
+                if have != *want {
+                    return Err(StoreError::Conflict(key.clone())); // dropping tx rolls back
+                }
+            }
+        }
+        {
+            let mut put = tx
+                .prepare_cached("INSERT OR REPLACE INTO kv (key, value) VALUES (?1, ?2)")
+                .map_err(store_error)?;
+            let mut delete = tx.prepare_cached("DELETE FROM kv WHERE key = ?1").map_err(store_error)?;
+            for op in &ops {
+                match op {
+                    Op::Put(k, v) => put.execute(params![k.as_bytes(), v]).map_err(store_error)?,
+                    Op::Delete(k) => delete.execute(params![k.as_bytes()]).map_err(store_error)?,
+                    Op::Expect(..) => 0,
+                };
+            }
+        }
+        tx.commit().map_err(store_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hindsight_types::MemoryStore;
+
+    use super::*;
+
+    fn exercise(kv: &dyn Store) {
+        kv.commit(vec![
+            Op::Put("b/x/m/1".into(), b"one".to_vec()),
+            Op::Put("b/x/m/2".into(), b"two".to_vec()),
+            Op::Put("b/x/m/3".into(), b"three".to_vec()),
+            Op::Put("b/xy/m/1".into(), b"other bank".to_vec()),
+        ])
+        .unwrap();
+        let all = kv.scan("b/x/", None, 10).unwrap();
+        assert_eq!(
+            all.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            ["b/x/m/1", "b/x/m/2", "b/x/m/3"]
+        );
+        let page = kv.scan("b/x/", Some("b/x/m/1"), 1).unwrap();
+        assert_eq!(page[0].0, "b/x/m/2");
+        assert_eq!(page.len(), 1);
+        kv.commit(vec![Op::Delete("b/x/m/2".into())]).unwrap();
+        assert_eq!(kv.get("b/x/m/2").unwrap(), None);
+        assert_eq!(kv.get("b/x/m/3").unwrap().as_deref(), Some(&b"three"[..]));
+        let err =
+            kv.commit(vec![Op::Expect("b/x/m/3".into(), None), Op::Delete("b/x/m/3".into())]).unwrap_err();
+        assert_eq!(err, StoreError::Conflict("b/x/m/3".into()));
+        assert!(kv.get("b/x/m/3").unwrap().is_some(), "a refused commit applies nothing");
+    }
+
+    #[test]
+    fn memory_store_scans_prefixes_in_order() {
+        exercise(&MemoryStore::new());
+    }
+
+    #[test]
+    fn sqlite_store_scans_prefixes_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        exercise(&SqliteStore::open(dir.path().join("t.db")).unwrap());
+    }
+
+    #[test]
+    fn a_file_in_the_old_without_rowid_layout_is_moved_with_everything_in_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE kv (key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;
+                 INSERT INTO kv VALUES (CAST('b/x/m/1' AS BLOB), x'01'), (CAST('b/z/seq' AS BLOB), x'0203');",
+            )
+            .unwrap();
+        }
+        let kv = SqliteStore::open(&path).unwrap();
+        assert_eq!(kv.get("b/x/m/1").unwrap().as_deref(), Some(&[1u8][..]));
+        assert_eq!(kv.get("b/z/seq").unwrap().as_deref(), Some(&[2u8, 3][..]));
+        let (sql, version): (String, i64) = {
+            let conn = kv.conn();
+            let sql =
+                conn.query_row("SELECT sql FROM sqlite_master WHERE name = 'kv'", [], |r| r.get(0)).unwrap();
+            (sql, conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap())
+        };
+        assert!(!sql.to_ascii_uppercase().contains("WITHOUT ROWID"), "{sql}");
+        assert_eq!(version, SQLITE_FORMAT);
+        drop(kv);
+        exercise(&SqliteStore::open(&path).unwrap());
+    }
+
+    #[test]
+    fn a_file_from_a_newer_hindsight_is_refused_and_left_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE kv (key BLOB PRIMARY KEY, value BLOB); PRAGMA user_version = 9;",
+            )
+            .unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let err = SqliteStore::open(&path).unwrap_err();
+        assert!(
+            matches!(&err, Error::Unsupported(m) if m.contains("format 9") && m.contains("up to 1")),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before, "nothing written");
+        assert!(!dir.path().join("new.db-wal").exists());
+    }
+}
