@@ -8,7 +8,10 @@ from mcp import Client, StdioServerParameters
 
 from conftest import hindsight_bin
 
-TOOLS = {"memory_write", "memory_search", "memory_summarize", "memory_forget", "memory_feedback", "memory_history"}
+TOOLS = {
+    "memory_write", "memory_search", "memory_summarize", "memory_forget", "memory_feedback", "memory_history",
+    "memory_task_delete",
+}
 
 MEMORIES = [
     {

@@ -241,7 +241,8 @@ fn feedback_history_maintain_and_superseded_recall_from_the_command_line() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("possible values: success, failure, correction"));
 
-    let report = stdout_json(&hindsight(&db, &["maintain", "--now", "2027-12-01", "--json"]));
+    let report =
+        stdout_json(&hindsight(&db, &["maintain", "--now", "2027-12-01", "--allow-future", "--json"]));
     assert_eq!(report["archived"], 1, "{report}");
     assert_eq!(report["steps"][0]["id"], new_id);
     assert!(report["seconds"].is_number());
@@ -262,9 +263,11 @@ fn a_task_from_the_command_line_ends_in_rule_based_memories_without_an_llm() {
         all.push("--json");
         stdout_json(&hindsight(&db, &all))
     };
-    step(&["--type", "tool-call", "--text", "vault rotate payments", "--tool", "vault"]);
-    let twice = step(&["--type", "tool-call", "--text", "vault rotate payments", "--tool", "vault"]);
-    assert_eq!(twice["steps"].as_array().unwrap().len(), 1, "the same step twice is one step");
+    let call =
+        ["--type", "tool-call", "--text", "vault rotate payments", "--tool", "vault", "--step-id", "c1"];
+    step(&call);
+    let twice = step(&call);
+    assert_eq!(twice["steps"].as_array().unwrap().len(), 1, "the same step id twice is one step");
     step(&[
         "--type",
         "tool-result",

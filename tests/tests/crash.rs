@@ -172,7 +172,7 @@ fn acknowledged_writes_survive_sigkill_during_retain_maintain_and_hard_forget() 
     // Kill moments spread over an uninterrupted run's length (start-up, the bank's load, the
     // work, its commit). A run that finishes before its kill shows how long the command takes
     // now, and the next moment is drawn from that; each command gets three real kills.
-    let maintain = ["maintain", "--now", "2027-06-01"];
+    let maintain = ["maintain", "--now", "2027-06-01", "--allow-future"];
     let mut full_ms = run_to_end(&db, &maintain);
     let mut kills = 0;
     for _ in 0..20 {

@@ -30,7 +30,10 @@ fn run_task(agent: &Bank) -> Task {
         step(StepKind::ToolResult, "read timed out after 30 s", Some("http"), true),
         step(StepKind::ToolCall, "GET /v2/sales?week=47&page_size=500", Some("http"), false),
         step(StepKind::ToolResult, "200 OK, 4,812 rows", Some("http"), false),
-        step(StepKind::Answer, "report exported to sales-w47.xlsx", None, false),
+        Step {
+            id: Some("answer".into()),
+            ..step(StepKind::Answer, "report exported to sales-w47.xlsx", None, false)
+        },
     ] {
         task.step(s).unwrap();
     }
@@ -86,6 +89,9 @@ fn malformed_model_output_is_a_clear_error_and_the_task_is_still_ended() {
     assert!(message.contains("the task is ended and stored"), "{message}");
     assert_eq!(task.state().unwrap().outcome, Some(Outcome::Failure));
     assert_eq!(agent.stats().unwrap().total, 0, "no guessed memory");
+    // Finding 26: an answer the engine cannot use counts as a failed call.
+    let usage = &hs.llm_usage().unwrap()["extract"];
+    assert_eq!((usage.calls, usage.failures), (1, 1), "{usage:?}");
 }
 
 #[test]
@@ -117,9 +123,9 @@ fn without_an_llm_the_rules_distil_and_a_timeout_stays_transient() {
     let id = {
         let (hs, _) = sqlite(&db);
         let task = run_task(&bank(&hs, "agent"));
-        // The same step twice (a retried request) is one step.
-        let state =
-            task.step(step(StepKind::Answer, "report exported to sales-w47.xlsx", None, false)).unwrap();
+        // The same step id twice (a retried request) is one step.
+        let answer = step(StepKind::Answer, "report exported to sales-w47.xlsx", None, false);
+        let state = task.step(Step { id: Some("answer".into()), ..answer }).unwrap();
         assert_eq!(state.steps.len(), 6);
         task.fact("the sales API pages at most 500 rows").unwrap();
         task.id().to_string()

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use hindsight::{Error, Memory, MemoryStore, Query};
+use hindsight::{Error, Memory, MemoryStore, Query, Store};
 use hindsight_tests::*;
 
 const CSV_FIX: &str = "处理中文CSV时，pandas.read_csv需指定encoding='utf-8-sig'";

@@ -100,10 +100,10 @@ function plain(value) {
 
 const ts = (ms) => (ms === undefined || ms === null ? undefined : BigInt(ms));
 
-const NEW_MEMORY_DEFAULTS = { tags: [], metadata: [], force: false, parallel: false };
+const NEW_MEMORY_DEFAULTS = { tags: [], metadata: [], force: false, parallel: false, sequence: false };
 const NEW_MEMORY_FIELDS = new Set([
   'content', 'kind', 'taskType', 'taskDescription', 'context', 'tags', 'scope', 'agentId', 'importance',
-  'confidence', 'source', 'failureType', 'occurredAt', 'validUntil', 'metadata', 'force', 'parallel', 'vector',
+  'confidence', 'source', 'failureType', 'occurredAt', 'validUntil', 'metadata', 'force', 'parallel', 'sequence', 'vector',
 ]);
 const RECALL_OPTIONS = new Set([
   'k', 'now', 'taskType', 'kinds', 'tags', 'scope', 'minScore', 'promptTokens', 'vector', 'includeSuperseded',
@@ -262,7 +262,7 @@ export class Bank {
     return this.#call((b) => b.history(id));
   }
 
-  maintain({ now } = {}) {
-    return this.#call((b) => b.maintain(ts(now)));
+  maintain({ now, dryRun = false } = {}) {
+    return this.#call((b) => b.maintain(ts(now), dryRun));
   }
 }

@@ -249,7 +249,7 @@ NEW_MEMORY_DEFAULTS: Dict[str, Any] = {
     "kind": None, "task_type": None, "task_description": None, "context": None, "tags": [],
     "scope": None, "agent_id": None, "importance": None, "confidence": None, "source": None,
     "failure_type": None, "occurred_at": None, "valid_until": None, "metadata": [],
-    "force": False, "parallel": False, "vector": None,
+    "force": False, "parallel": False, "sequence": False, "vector": None,
 }
 
 RECALL_DEFAULTS: Dict[str, Any] = {
@@ -316,5 +316,6 @@ class Bank:
     def history(self, memory_id: str) -> List[Obj]:
         return self._call("history", memory_id)
 
-    def maintain(self, now: Optional[int] = None) -> Obj:
-        return self._call("maintain", now)
+    def maintain(self, now: Optional[int] = None, dry_run: bool = False) -> Obj:
+        """Decay, archive, expire, merge; with `dry_run` the report of what it would do."""
+        return self._call("maintain", now, dry_run)

@@ -66,7 +66,7 @@ impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::Conflict(key) => Error::Conflict(format!("{key} changed since it was read")),
-            StoreError::Failed(m) => Error::Store(m),
+            StoreError::ReadOnly(m) | StoreError::Failed(m) => Error::Store(m),
         }
     }
 }

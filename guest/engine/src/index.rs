@@ -34,8 +34,8 @@ impl VectorIndex {
         self.row_of_slot.get(slot as usize).filter(|&&r| r != NONE).map(|&r| r as usize)
     }
 
-    /// Room for `rows` more vectors: opening a bank knows how many are coming, and growing a
-    /// 100k-vector buffer by doubling copied it several times over.
+    /// Room for `rows` more vectors: opening a bank knows how many are coming, and growing the
+    /// buffer by doubling would copy it several times over.
     pub fn reserve(&mut self, rows: usize) {
         self.data.reserve(rows * self.dim);
         self.slot_of_row.reserve(rows);

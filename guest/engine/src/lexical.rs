@@ -6,8 +6,8 @@ use crate::fingerprint::fingerprint;
 use crate::settings::LexicalSettings;
 use crate::text::is_cjk;
 
-/// Words too common to say anything about a memory. A `match` rather than a list: opening a bank
-/// asks this of every word it indexes, and a scan of the list was most of the tokenizer's time.
+/// Words too common to say anything about a memory. A `match` rather than a list to scan:
+/// opening a bank asks this of every word it indexes.
 fn is_stopword(word: &str) -> bool {
     matches!(
         word,
@@ -193,8 +193,8 @@ const SNAPSHOT_MAGIC: &[u8; 4] = b"HLX1";
 /// BM25 over documents identified by slot numbers the caller assigns.
 #[derive(Debug, Default)]
 pub struct LexicalIndex {
-    /// Fx rather than SipHash: opening a bank hashes every word of every memory, and SipHash
-    /// was a tenth of the open time in the component.
+    /// Fx rather than SipHash: opening a bank hashes every word of every memory, and needs no
+    /// defence against crafted collisions (the words are the bank's own).
     term_ids: FxHashMap<String, u32>,
     /// postings[term] = (slot, term frequency)
     postings: Vec<Vec<(u32, u32)>>,

@@ -27,14 +27,22 @@ const CONFLICT_NOTE: &str =
     "Note: memories marked \"conflicting\" record experiences that differ; judge by the situation.";
 const STALE_NOTE: &str = "Note: memories marked \"possibly stale\" are old; check that they still hold.";
 
-/// Formats recalled memories best first, stopping before the budget is passed; notes on
-/// conflicting or stale items follow the list. Empty when none fit.
-pub fn block(items: &[Recalled], budget_tokens: usize) -> String {
+/// Whether a recalled memory shows any evidence of being about the query: one of its words, or
+/// a cosine similarity of at least `min_similarity`. Recall fills k with the best candidates
+/// there are; the prompt gets only these.
+pub fn relevant(item: &Recalled, min_similarity: f32) -> bool {
+    item.score.lexical > 0.0 || item.score.similarity >= min_similarity
+}
+
+/// Formats the relevant recalled memories best first, stopping before the budget is passed,
+/// and marks the ones it took (`in_prompt`); notes on conflicting or stale items follow the
+/// list. Empty when none fit.
+pub fn block(items: &mut [Recalled], budget_tokens: usize, min_similarity: f32) -> String {
     let mut out = String::from(HEADER);
     let mut used = estimate_tokens(HEADER);
     let mut lines = 0;
     let (mut any_conflict, mut any_stale) = (false, false);
-    for item in items {
+    for item in items.iter_mut().filter(|i| relevant(i, min_similarity)) {
         let conflicting = !item.conflicting.is_empty();
         let line = format!("\n- {} {}", label(item, conflicting), one_line(&item.memory.content));
         let notes = [conflicting && !any_conflict, item.possibly_stale && !any_stale];
@@ -46,6 +54,7 @@ pub fn block(items: &[Recalled], budget_tokens: usize) -> String {
         }
         used += cost;
         out.push_str(&line);
+        item.in_prompt = true;
         lines += 1;
         any_conflict |= conflicting;
         any_stale |= item.possibly_stale;
@@ -95,25 +104,31 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use hindsight_types::settings::Settings;
-    use hindsight_types::Memory;
+    use hindsight_types::{Memory, Score};
 
     use super::*;
 
     fn recalled(text: &str) -> Recalled {
         let memory =
             crate::record::build(Memory::new(text), "a".into(), 0, &Settings::default(), "m").unwrap();
-        Recalled { memory, score: Default::default(), conflicting: vec![], possibly_stale: false }
+        Recalled {
+            memory,
+            score: Score { lexical: 0.1, ..Default::default() },
+            conflicting: vec![],
+            possibly_stale: false,
+            in_prompt: false,
+        }
     }
 
     #[test]
     fn block_stops_at_the_budget() {
         let m = recalled("use utf-8-sig for Chinese CSV files");
         let three = [m.clone(), m.clone(), m.clone()];
-        let full = block(&three, 10_000);
+        let full = block(&mut three.clone(), 10_000, 0.3);
         assert_eq!(full.lines().count(), 4);
-        let tight = block(&three, estimate_tokens(&full) - 5);
+        let tight = block(&mut three.clone(), estimate_tokens(&full) - 5, 0.3);
         assert_eq!(tight.lines().count(), 3);
-        assert_eq!(block(&three[..1], 3), "");
+        assert_eq!(block(&mut three[..1].to_vec(), 3, 0.3), "");
     }
 
     #[test]
@@ -122,7 +137,7 @@ mod tests {
         a.conflicting = vec!["b".into()];
         let mut b = recalled("the export never works, use the bulk API");
         b.possibly_stale = true;
-        let text = block(&[a, b], 10_000);
+        let text = block(&mut [a, b], 10_000, 0.3);
         assert!(text.contains("conflicting] retry"), "{text}");
         assert!(text.contains("possibly stale] the export"), "{text}");
         assert!(text.contains("experiences that differ; judge by the situation"), "{text}");

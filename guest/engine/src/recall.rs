@@ -30,6 +30,8 @@ pub struct Recalled {
     pub conflicting: Vec<String>,
     /// Old (by `recall.stale_after_days`) yet recalled: the prompt block says so.
     pub possibly_stale: bool,
+    /// In the prompt block (relevant enough, and within its budget).
+    pub in_prompt: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -56,6 +56,46 @@ pub struct Record {
     /// predecessor (a conversation's previous turn). Internal: lends keyword context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follows: Option<String>,
+    /// While archived: what it was before (status, and what ageing had done to it), which
+    /// `restore` gives back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived_from: Option<ArchivedFrom>,
+}
+
+/// What an archived memory was before it was archived: everything `maintain` changes on the
+/// way, so that a `maintain` at a wrong `now` is undone whole by `restore`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArchivedFrom {
+    pub status: Status,
+    pub confidence: f32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importance: Option<f32>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decay_periods: u32,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub weakened: bool,
+}
+
+impl ArchivedFrom {
+    fn of(before: &Record) -> ArchivedFrom {
+        ArchivedFrom {
+            status: before.status,
+            confidence: before.confidence,
+            importance: Some(before.importance),
+            decay_periods: before.decay_periods,
+            weakened: before.weakened,
+        }
+    }
+
+    /// Puts `m` back as it was (all but the status, which the caller sets).
+    pub fn restore_into(self, m: &mut Record) {
+        m.confidence = self.confidence;
+        if let Some(importance) = self.importance {
+            m.importance = importance;
+        }
+        m.decay_periods = self.decay_periods;
+        m.weakened = self.weakened;
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -106,6 +146,22 @@ impl Record {
         self.status = status;
         self.status_changed_at = Some(now);
         self.updated_at = now;
+    }
+
+    /// Archives it, remembering what it was `before` the change that archives it (this run of
+    /// `maintain`, or itself), so `restore` can give that back.
+    pub fn archive(&mut self, before: &Record, now: Timestamp) {
+        if self.status != Status::Archived {
+            self.archived_from = Some(ArchivedFrom::of(before));
+            self.set_status(Status::Archived, now);
+        }
+    }
+
+    /// When it was last used, clamped to what can be true: not before it was created, not after
+    /// the wall clock (a caller's `now` far in the future must not make it "used" forever).
+    pub fn touch(&mut self, now: Timestamp) {
+        let wall = hindsight_types::time::now().max(self.created_at);
+        self.last_accessed_at = Some(now.clamp(self.created_at, wall));
     }
 
     /// The record as the API shows it (without the engine's own bookkeeping).
@@ -213,6 +269,17 @@ pub fn build(
     let confidence = unit_interval("confidence", item.confidence)?
         .unwrap_or_else(|| settings.defaults.confidence_for(source));
     let occurred_at = item.occurred_at.unwrap_or(now);
+    // An event dated after "now" would never age or go stale: a typo of the year, most likely.
+    if occurred_at > now.saturating_add(hindsight_types::time::DAY_MS) {
+        return Err(Error::invalid(
+            "occurred_at",
+            format!(
+                "{} is after now ({}): a memory records what already happened",
+                hindsight_types::time::format_iso(occurred_at),
+                hindsight_types::time::format_iso(now)
+            ),
+        ));
+    }
     if let Some(until) = item.valid_until {
         if until <= occurred_at {
             return Err(Error::invalid("valid_until", "must be later than the memory's occurred_at time"));
@@ -249,6 +316,7 @@ pub fn build(
         decay_periods: 0,
         weakened: false,
         follows: None,
+        archived_from: None,
     })
 }
 

@@ -1,8 +1,9 @@
 //! Working memory: one task's structured state and step log, updated idempotently and by
 //! version, kept in the store so it survives the host.
 
-use hindsight_types::time::Timestamp;
-use hindsight_types::{Outcome, StepKind, TaskUpdate};
+use hindsight_types::settings::TaskSettings;
+use hindsight_types::time::{format_iso, Timestamp};
+use hindsight_types::{DistillMethod, Outcome, StepKind, TaskUpdate};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -10,6 +11,9 @@ use crate::filter::asks_to_remember;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
+    /// The caller's id: the same id twice (a retried request) is one step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     pub at: Timestamp,
     pub kind: StepKind,
     pub text: String,
@@ -39,6 +43,10 @@ pub struct Task {
     pub ended_at: Option<Timestamp>,
     pub outcome: Option<Outcome>,
     pub detail: Option<String>,
+    /// When the task was distilled into memories, and how; none while it may still be (its
+    /// distillation was skipped, or failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distilled: Option<(Timestamp, DistillMethod)>,
 }
 
 /// A tool call paired with the result that followed it, if any.
@@ -51,24 +59,24 @@ pub struct ToolCall {
     pub at: Timestamp,
 }
 
-const MAX_TEXT: usize = 32 * 1024;
-const MAX_STEPS: usize = 10_000;
+/// The longest goal and task type (updates are bounded by `tasks.max_text_bytes`).
+const MAX_GOAL: usize = 32 * 1024;
 
-fn text(field: &str, value: &str) -> Result<String> {
+fn text(field: &str, value: &str, max_bytes: usize) -> Result<String> {
     let value = value.trim();
     if value.is_empty() {
         return Err(Error::invalid(field, "must not be empty"));
     }
-    if value.len() > MAX_TEXT {
-        return Err(Error::invalid(field, format!("is longer than {MAX_TEXT} bytes")));
+    if value.len() > max_bytes {
+        return Err(Error::invalid(field, format!("is longer than {max_bytes} bytes")));
     }
     Ok(value.to_string())
 }
 
 impl Task {
     pub fn new(id: String, goal: &str, task_type: Option<String>, now: Timestamp) -> Result<Task> {
-        let goal = text("goal", goal)?;
-        let task_type = task_type.map(|t| text("task-type", &t)).transpose()?;
+        let goal = text("goal", goal, MAX_GOAL)?;
+        let task_type = task_type.map(|t| text("task_type", &t, MAX_GOAL)).transpose()?;
         Ok(Task {
             id,
             goal,
@@ -85,6 +93,7 @@ impl Task {
             ended_at: None,
             outcome: None,
             detail: None,
+            distilled: None,
         })
     }
 
@@ -99,7 +108,9 @@ impl Task {
         update: TaskUpdate,
         expected_version: Option<u32>,
         now: Timestamp,
+        limits: &TaskSettings,
     ) -> Result<bool> {
+        let max_text = limits.max_text_bytes as usize;
         if self.is_ended() {
             return Err(Error::invalid("task", format!("{} has ended; it takes no more updates", self.id)));
         }
@@ -109,32 +120,48 @@ impl Task {
                 self.id, self.version
             )));
         }
+        let held = self.text_bytes();
+        let room = |added: usize| -> Result<()> {
+            if held + added > limits.max_total_bytes as usize {
+                return Err(Error::Limit(format!(
+                    "task {} would hold {} bytes of text; the limit is {} (tasks.max_total_bytes)",
+                    self.id,
+                    held + added,
+                    limits.max_total_bytes
+                )));
+            }
+            Ok(())
+        };
         let add = |list: &mut Vec<String>, field: &str, value: &str| -> Result<bool> {
-            let value = text(field, value)?;
+            let value = text(field, value, max_text)?;
             if list.contains(&value) {
                 return Ok(false);
             }
+            room(value.len())?;
             list.push(value);
             Ok(true)
         };
         let changed = match update {
             TaskUpdate::Step(step) => {
                 let step = Step {
+                    id: step.id.map(|id| text("id", &id, 256)).transpose()?,
                     at: step.at.unwrap_or(now),
                     kind: step.kind,
-                    text: text("text", &step.text)?,
-                    tool: step.tool.map(|t| text("tool", &t)).transpose()?,
+                    text: text("text", &step.text, max_text)?,
+                    tool: step.tool.map(|t| text("tool", &t, 1024)).transpose()?,
                     error: step.error,
                 };
-                // The same step sent twice (a retried request) is recorded once.
-                let seen = self.steps.iter().any(|s| {
-                    s.kind == step.kind && s.text == step.text && s.tool == step.tool && s.error == step.error
-                });
-                if seen {
+                // A step sent again under its id (a retried request) is recorded once; without
+                // an id, a repeat is a real repeat (a retried tool call) and is recorded.
+                if step.id.is_some() && self.steps.iter().any(|s| s.id == step.id) {
                     false
-                } else if self.steps.len() >= MAX_STEPS {
-                    return Err(Error::Limit(format!("steps: task {} already has {MAX_STEPS}", self.id)));
+                } else if self.steps.len() >= limits.max_steps as usize {
+                    return Err(Error::Limit(format!(
+                        "steps: task {} already has {} (tasks.max_steps)",
+                        self.id, limits.max_steps
+                    )));
                 } else {
+                    room(step.text.len())?;
                     self.steps.push(step);
                     true
                 }
@@ -144,10 +171,11 @@ impl Task {
             TaskUpdate::Question(q) => add(&mut self.open_questions, "question", &q)?,
             TaskUpdate::Note(n) => add(&mut self.notes, "note", &n)?,
             TaskUpdate::CurrentStep(c) => {
-                let c = text("current-step", &c)?;
+                let c = text("current_step", &c, max_text)?;
                 if self.current_step.as_ref() == Some(&c) {
                     false
                 } else {
+                    room(c.len().saturating_sub(self.current_step.as_ref().map_or(0, String::len)))?;
                     self.current_step = Some(c);
                     true
                 }
@@ -158,6 +186,51 @@ impl Task {
             self.updated_at = now;
         }
         Ok(changed)
+    }
+
+    /// Bytes of text the task holds.
+    pub fn text_bytes(&self) -> usize {
+        let lists = [&self.confirmed_facts, &self.assumptions, &self.open_questions, &self.notes];
+        self.goal.len()
+            + lists.iter().flat_map(|l| l.iter()).map(String::len).sum::<usize>()
+            + self.current_step.as_ref().map_or(0, String::len)
+            + self.detail.as_ref().map_or(0, String::len)
+            + self.steps.iter().map(|s| s.text.len()).sum::<usize>()
+    }
+
+    /// Replaces every text of the task that holds `content` (or that `content` quotes) with a
+    /// marker saying it was erased, and when; whether anything was.
+    pub fn scrub(&mut self, content: &str, now: Timestamp) -> bool {
+        let needle = content.trim().to_lowercase();
+        if needle.is_empty() {
+            return false;
+        }
+        let marker = format!("[erased {}]", format_iso(now));
+        // A short text inside the memory (an "ok") is not what the memory quotes.
+        let holds = |text: &str| {
+            let t = text.trim().to_lowercase();
+            t.contains(&needle) || (t.chars().count() >= 12 && needle.contains(&t))
+        };
+        let mut changed = false;
+        let mut scrub = |text: &mut String| {
+            if holds(text) {
+                *text = marker.clone();
+                changed = true;
+            }
+        };
+        for list in
+            [&mut self.confirmed_facts, &mut self.assumptions, &mut self.open_questions, &mut self.notes]
+        {
+            list.iter_mut().for_each(&mut scrub);
+        }
+        self.current_step.iter_mut().for_each(&mut scrub);
+        self.detail.iter_mut().for_each(&mut scrub);
+        self.steps.iter_mut().for_each(|s| scrub(&mut s.text));
+        if changed {
+            self.version += 1;
+            self.updated_at = now;
+        }
+        changed
     }
 
     /// Tool calls, each with the first result of the same tool after it.
@@ -211,21 +284,65 @@ mod tests {
         TaskUpdate::Step(hindsight_types::Step::new(kind, text).at(5))
     }
 
+    fn limits() -> TaskSettings {
+        TaskSettings::default()
+    }
+
     #[test]
     fn the_same_update_twice_changes_nothing() {
         let mut t = Task::new("t1".into(), "clean the sales CSV", None, 0).unwrap();
-        assert!(t.apply(step(StepKind::Thought, "look at the header"), None, 1).unwrap());
-        assert!(!t.apply(step(StepKind::Thought, "look at the header"), None, 2).unwrap());
-        assert!(t.apply(TaskUpdate::Fact("the file is UTF-8 with a BOM".into()), None, 3).unwrap());
-        assert!(!t.apply(TaskUpdate::Fact("the file is UTF-8 with a BOM".into()), None, 4).unwrap());
+        let with_id =
+            |id: &str| TaskUpdate::Step(hindsight_types::Step::thought("look at the header").id(id));
+        assert!(t.apply(with_id("s1"), None, 1, &limits()).unwrap());
+        assert!(!t.apply(with_id("s1"), None, 2, &limits()).unwrap(), "a retried request");
+        assert!(t
+            .apply(TaskUpdate::Fact("the file is UTF-8 with a BOM".into()), None, 3, &limits())
+            .unwrap());
+        assert!(!t
+            .apply(TaskUpdate::Fact("the file is UTF-8 with a BOM".into()), None, 4, &limits())
+            .unwrap());
         assert_eq!((t.steps.len(), t.confirmed_facts.len(), t.version), (1, 1, 3));
+    }
+
+    #[test]
+    fn step_idempotency_merges_retries_only_under_an_id() {
+        // Finding 13: call → 503 → the same call → 503 → the same call → 200 is six steps.
+        let mut t = Task::new("t1".into(), "export", None, 0).unwrap();
+        let call = || TaskUpdate::Step(hindsight_types::Step::tool_call("http", "GET /export"));
+        let failed = || {
+            TaskUpdate::Step(hindsight_types::Step::tool_result("http", "503 Service Unavailable").error())
+        };
+        for update in [call(), failed(), call(), failed(), call()] {
+            assert!(t.apply(update, None, 1, &limits()).unwrap());
+        }
+        t.apply(TaskUpdate::Step(hindsight_types::Step::tool_result("http", "200 OK")), None, 1, &limits())
+            .unwrap();
+        assert_eq!(t.steps.len(), 6);
+        assert_eq!(t.tool_calls().len(), 3);
+    }
+
+    #[test]
+    fn a_task_past_its_step_or_size_cap_is_refused_and_unchanged() {
+        let tight = TaskSettings { max_steps: 2, max_text_bytes: 100, max_total_bytes: 150 };
+        let mut t = Task::new("t1".into(), "goal", None, 0).unwrap();
+        t.apply(step(StepKind::Thought, "one"), None, 1, &tight).unwrap();
+        t.apply(step(StepKind::Thought, "two"), None, 1, &tight).unwrap();
+        let err = t.apply(step(StepKind::Thought, "three"), None, 1, &tight).unwrap_err();
+        assert!(matches!(&err, Error::Limit(m) if m.contains("tasks.max_steps")), "{err}");
+        let err = t.apply(TaskUpdate::Note("x".repeat(101)), None, 1, &tight).unwrap_err();
+        assert!(err.message().starts_with("note: is longer than 100 bytes"), "{err}");
+        t.apply(TaskUpdate::Note("y".repeat(90)), None, 1, &tight).unwrap();
+        let before = t.clone();
+        let err = t.apply(TaskUpdate::Note("z".repeat(90)), None, 1, &tight).unwrap_err();
+        assert!(matches!(&err, Error::Limit(m) if m.contains("tasks.max_total_bytes")), "{err}");
+        assert_eq!(t, before, "a refused update changes nothing");
     }
 
     #[test]
     fn a_stale_version_is_refused_and_changes_nothing() {
         let mut t = Task::new("t1".into(), "goal", None, 0).unwrap();
-        t.apply(TaskUpdate::Note("a".into()), Some(1), 1).unwrap();
-        let err = t.apply(TaskUpdate::Note("b".into()), Some(1), 2).unwrap_err();
+        t.apply(TaskUpdate::Note("a".into()), Some(1), 1, &limits()).unwrap();
+        let err = t.apply(TaskUpdate::Note("b".into()), Some(1), 2, &limits()).unwrap_err();
         assert!(matches!(&err, Error::Stale(m) if m.contains("at version 2")), "{err}");
         assert_eq!(t.notes, vec!["a"]);
     }
@@ -241,8 +358,8 @@ mod tests {
             };
             TaskUpdate::Step(step.at(1))
         };
-        t.apply(call(StepKind::ToolCall, "GET /a", false), None, 1).unwrap();
-        t.apply(call(StepKind::ToolResult, "timeout after 30 s", true), None, 1).unwrap();
+        t.apply(call(StepKind::ToolCall, "GET /a", false), None, 1, &limits()).unwrap();
+        t.apply(call(StepKind::ToolResult, "timeout after 30 s", true), None, 1, &limits()).unwrap();
         let calls = t.tool_calls();
         assert_eq!(calls.len(), 1);
         assert_eq!((calls[0].result.as_deref(), calls[0].error), (Some("timeout after 30 s"), true));

@@ -36,6 +36,7 @@ struct HostStore;
 fn store_error(e: wit_store::StoreError) -> core::StoreError {
     match e {
         wit_store::StoreError::Conflict(m) => core::StoreError::Conflict(m),
+        wit_store::StoreError::ReadOnly(m) => core::StoreError::ReadOnly(m),
         wit_store::StoreError::Failed(m) => core::StoreError::Failed(m),
     }
 }
@@ -162,6 +163,7 @@ impl wit::GuestBank for BankResource {
                     },
                     conflicting: r.conflicting,
                     possibly_stale: r.possibly_stale,
+                    in_prompt: r.in_prompt,
                 })
                 .collect(),
             prompt: result.prompt,
@@ -224,8 +226,13 @@ impl wit::GuestBank for BankResource {
             .collect())
     }
 
-    fn maintain(&self, now: Option<i64>) -> Result<t::MaintainReport, t::Error> {
-        let r = self.0.borrow_mut().maintain(now_or_clock(now))?;
+    fn maintain(&self, now: Option<i64>, dry_run: bool) -> Result<t::MaintainReport, t::Error> {
+        let mut bank = self.0.borrow_mut();
+        let r = if dry_run {
+            bank.maintain_dry_run(now_or_clock(now))?
+        } else {
+            bank.maintain(now_or_clock(now))?
+        };
         Ok(t::MaintainReport {
             active_before: r.active_before,
             active_after: r.active_after,
@@ -267,6 +274,7 @@ impl wit::GuestBank for BankResource {
     ) -> Result<t::TaskState, t::Error> {
         let update = match update {
             t::TaskUpdate::Step(s) => core::TaskUpdate::Step(core::Step {
+                id: s.id,
                 kind: step_kind_in(s.kind),
                 text: s.text,
                 tool: s.tool,
@@ -298,12 +306,16 @@ impl wit::GuestBank for BankResource {
             force_distil,
             now_or_clock(now),
         )?;
-        Ok(t::TaskEnd {
-            task: task_out(end.task),
-            method: distill_method_out(end.method),
-            reason: end.reason,
-            items: end.items.into_iter().map(distilled_out).collect(),
-        })
+        Ok(task_end_out(end))
+    }
+
+    fn distill_task(&self, id: String, rules_only: bool, now: Option<i64>) -> Result<t::TaskEnd, t::Error> {
+        let end = self.0.borrow_mut().distill_task(&id, rules_only, now_or_clock(now))?;
+        Ok(task_end_out(end))
+    }
+
+    fn delete_task(&self, id: String) -> Result<(), t::Error> {
+        Ok(self.0.borrow_mut().delete_task(&id)?)
     }
 
     fn tasks(&self, include_ended: bool) -> Result<Vec<t::TaskState>, t::Error> {
@@ -318,6 +330,15 @@ impl wit::GuestBank for BankResource {
 
 fn outcome_out(o: core::RetainOutcome) -> t::RetainOutcome {
     t::RetainOutcome { id: o.id, action: action_out(o.action), related: o.related, reason: o.reason }
+}
+
+fn task_end_out(end: crate::TaskEnd) -> t::TaskEnd {
+    t::TaskEnd {
+        task: task_out(end.task),
+        method: distill_method_out(end.method),
+        reason: end.reason,
+        items: end.items.into_iter().map(distilled_out).collect(),
+    }
 }
 
 fn distilled_out(d: core::Distilled) -> t::Distilled {
@@ -347,6 +368,7 @@ fn task_out(x: crate::task::Task) -> t::TaskState {
             .steps
             .into_iter()
             .map(|s| t::Step {
+                id: s.id,
                 at: s.at,
                 kind: step_kind_out(s.kind),
                 text: s.text,
@@ -478,6 +500,7 @@ fn new_memory_in(m: t::NewMemory) -> core::Memory {
         metadata: m.metadata,
         force: m.force,
         parallel: m.parallel,
+        sequence: m.sequence,
         vector: m.vector,
     }
 }

@@ -95,6 +95,9 @@ pub struct Memory {
     pub force: bool,
     /// Valid beside any memory it contradicts: both are kept and flagged as conflicting.
     pub parallel: bool,
+    /// The next of a sequence: it follows the item before it in the same call (a conversation's
+    /// turns), and is also found by the words of that item.
+    pub sequence: bool,
     /// A vector made by the bank's embedding model: the text is not embedded again.
     pub vector: Option<Vec<f32>>,
 }
@@ -201,6 +204,12 @@ impl Memory {
         self
     }
 
+    /// Marks it as the next of a sequence: it follows the item before it in the same call.
+    pub fn sequence(mut self) -> Self {
+        self.sequence = true;
+        self
+    }
+
     /// Uses this vector (made by the bank's model) instead of embedding the text.
     pub fn vector(mut self, vector: Vec<f32>) -> Self {
         self.vector = Some(vector);
@@ -281,6 +290,7 @@ impl Memory {
         };
         m.force = fields.flag(&["force"])?;
         m.parallel = fields.flag(&["parallel"])?;
+        m.sequence = fields.flag(&["sequence"])?;
         m.vector = match fields.take(&["vector"]) {
             None | Some((_, Value::Null)) => None,
             Some((name, Value::Array(items))) => Some(
@@ -405,7 +415,7 @@ impl<'a> Fields<'a> {
                 unknown.clone(),
                 "unknown field; known: content (or text), kind, importance, confidence, source, task_type, \
                  task_description, context, tags, scope, scope_id, agent_id, failure_type, at, valid_until, \
-                 meta, force, parallel, vector",
+                 meta, force, parallel, sequence, vector",
             )),
         }
     }

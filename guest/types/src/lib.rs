@@ -11,7 +11,7 @@ pub mod defaults;
 mod error;
 mod ids;
 mod item;
-mod llm;
+pub mod llm;
 mod names;
 mod records;
 pub mod settings;

@@ -333,6 +333,8 @@ pub struct Recalled {
     pub conflicting: Vec<String>,
     /// Older than `recall.stale_after_days` yet recalled: the prompt block says so.
     pub possibly_stale: bool,
+    /// In the prompt block: relevant enough (`recall.prompt_min_relevance`) and within its budget.
+    pub in_prompt: bool,
 }
 
 /// What a recall returns.
@@ -506,6 +508,9 @@ impl Serialize for MaintainReport {
 /// One entry of a task's step log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// The caller's id for the step: the same id sent twice (a retried request) is one step;
+    /// without one, every step is recorded, repeats included.
+    pub id: Option<String>,
     /// Thought, tool call, tool result, user message or answer.
     pub kind: StepKind,
     /// What was thought, called, returned, said or answered.
@@ -521,7 +526,7 @@ pub struct Step {
 impl Step {
     /// A step of this kind.
     pub fn new(kind: StepKind, text: impl Into<String>) -> Step {
-        Step { kind, text: text.into(), tool: None, error: false, at: None }
+        Step { id: None, kind, text: text.into(), tool: None, error: false, at: None }
     }
 
     /// The agent's reasoning.
@@ -560,11 +565,18 @@ impl Step {
         self.at = Some(at);
         self
     }
+
+    /// The caller's id for it, which makes a retried request idempotent.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
 }
 
 impl Serialize for Step {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(5))?;
+        let mut map = s.serialize_map(Some(6))?;
+        map.serialize_entry("id", &self.id)?;
         map.serialize_entry("at", &self.at.map(Iso))?;
         map.serialize_entry("type", &self.kind)?;
         map.serialize_entry("text", &self.text)?;

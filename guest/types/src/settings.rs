@@ -31,6 +31,27 @@ pub struct Settings {
     pub distill: DistillSettings,
     /// The vector index.
     pub index: IndexSettings,
+    /// Tasks' working memory: how much one task may hold.
+    pub tasks: TaskSettings,
+}
+
+/// How much one task's working memory may hold: a step log without bounds would make every
+/// update rewrite, and every distillation read, an unbounded record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TaskSettings {
+    /// Steps in one task's log.
+    pub max_steps: u32,
+    /// One step, fact, note or question.
+    pub max_text_bytes: u32,
+    /// All of one task's text together.
+    pub max_total_bytes: u32,
+}
+
+impl Default for TaskSettings {
+    fn default() -> Self {
+        TaskSettings { max_steps: 1000, max_text_bytes: 32 * 1024, max_total_bytes: 1 << 20 }
+    }
 }
 
 /// What a retained item gets for a field it leaves unset.
@@ -188,6 +209,9 @@ pub struct RecallSettings {
     pub source_weight_imported: f32,
     /// Token budget of the prompt block.
     pub prompt_tokens: u32,
+    /// The prompt block leaves out a memory with no evidence of relevance: no query word in it
+    /// and a cosine similarity to the query below this (recall's items still list it, marked).
+    pub prompt_min_relevance: f32,
 }
 
 impl Default for RecallSettings {
@@ -210,6 +234,7 @@ impl Default for RecallSettings {
             source_weight_agent_inference: 0.5,
             source_weight_imported: 0.4,
             prompt_tokens: 600,
+            prompt_min_relevance: 0.3,
         }
     }
 }
@@ -544,6 +569,14 @@ impl Settings {
             ("maintain.merge_cosine", m.merge_cosine),
         ] {
             unit(field, v)?;
+        }
+        unit("recall.prompt_min_relevance", r.prompt_min_relevance)?;
+        let t = &self.tasks;
+        if t.max_steps == 0 || t.max_text_bytes == 0 || t.max_total_bytes < t.max_text_bytes {
+            return Err(FieldError::new(
+                "settings.tasks",
+                "max_steps and max_text_bytes must be at least 1, max_total_bytes at least max_text_bytes",
+            ));
         }
         let ix = &self.index;
         if ix.ef_construction == 0 || ix.ef_search == 0 {

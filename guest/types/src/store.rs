@@ -25,6 +25,8 @@ pub enum Op {
 pub enum StoreError {
     /// An [`Op::Expect`] did not hold: another writer committed first. Names the key.
     Conflict(String),
+    /// The store may only be read here (a read-only file or directory). Names what.
+    ReadOnly(String),
     /// Anything else: I/O, a locked or corrupt database, a lost connection.
     Failed(String),
 }
@@ -40,7 +42,7 @@ impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreError::Conflict(key) => write!(f, "{key} changed since it was read"),
-            StoreError::Failed(message) => f.write_str(message),
+            StoreError::ReadOnly(message) | StoreError::Failed(message) => f.write_str(message),
         }
     }
 }
@@ -62,6 +64,12 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
     /// Applies every op or none.
     fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError>;
+
+    /// Moves whatever the store keeps beside its main data (a write-ahead log) into it, so
+    /// erased bytes are gone from disk too. Hosts call it when they shut down.
+    fn checkpoint(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
@@ -79,6 +87,9 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
         (**self).commit(ops)
     }
+    fn checkpoint(&self) -> Result<(), StoreError> {
+        (**self).checkpoint()
+    }
 }
 
 impl<S: Store + ?Sized> Store for Box<S> {
@@ -95,6 +106,9 @@ impl<S: Store + ?Sized> Store for Box<S> {
     }
     fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
         (**self).commit(ops)
+    }
+    fn checkpoint(&self) -> Result<(), StoreError> {
+        (**self).checkpoint()
     }
 }
 

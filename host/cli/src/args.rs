@@ -80,7 +80,7 @@ pub struct Global {
     /// Engine settings: a JSON file of nested sections, e.g. {"recall": {"default_k": 3}} (see the README).
     #[arg(long, global = true, value_name = "FILE")]
     pub settings: Option<PathBuf>,
-    /// Cap on the component's memory, in MiB (at least 64).
+    /// Cap on the component's memory, in MiB (the default model needs about 160).
     #[arg(long, global = true, default_value_t = 1024, value_name = "MIB")]
     pub memory_mib: usize,
     /// Deadline of one call into the component, in milliseconds (LLM calls included).
@@ -138,7 +138,7 @@ pub enum Command {
         #[arg(long, value_parser = named::<FeedbackOutcome>())]
         outcome: FeedbackOutcome,
         /// When (ISO 8601) [default: now].
-        #[arg(long, value_name = "TIME")]
+        #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
         now: Option<String>,
     },
     /// The chain of memories a memory replaced, absorbed, or was replaced by.
@@ -154,14 +154,20 @@ pub enum Command {
     /// Induce semantic memories from recent episodes (needs an LLM).
     Consolidate {
         /// Episodes since (ISO 8601) [default: all].
-        #[arg(long, value_name = "TIME")]
+        #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
         since: Option<String>,
     },
     /// Decay, archive, expire, merge late duplicates and enforce the capacity cap.
     Maintain {
         /// "Now" for ages (ISO 8601) [default: the wall clock].
-        #[arg(long, value_name = "TIME")]
+        #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
         now: Option<String>,
+        /// Accept a --now more than a day after the wall clock (which would age everything).
+        #[arg(long)]
+        allow_future: bool,
+        /// Print what it would do, changing nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Get the embedding model.
     Model {
@@ -222,6 +228,10 @@ pub enum TaskCommand {
         /// A tool result that is an error.
         #[arg(long)]
         error: bool,
+        /// The step's id: sent again with the same id (a retry), it is recorded once; without
+        /// one, every step is recorded.
+        #[arg(long = "step-id", value_name = "ID")]
+        step_id: Option<String>,
         #[command(flatten)]
         version: ExpectVersion,
     },
@@ -247,6 +257,22 @@ pub enum TaskCommand {
         /// Distil even a short task.
         #[arg(long)]
         force: bool,
+    },
+    /// Distil an ended task whose distillation was skipped or failed.
+    Distill {
+        /// The task's id.
+        id: String,
+        /// By rules, without the LLM.
+        #[arg(long)]
+        rules: bool,
+    },
+    /// Erase a task's record (its steps, facts and notes) for good.
+    Delete {
+        /// The task's id.
+        id: String,
+        /// Required: the record is erased, not archived.
+        #[arg(long)]
+        hard: bool,
     },
     /// Show a task's working memory.
     Show {
@@ -339,10 +365,10 @@ pub struct RetainArgs {
     #[arg(long, value_parser = named::<FailureType>())]
     pub failure_type: Option<FailureType>,
     /// When it happened (ISO 8601) [default: now].
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub at: Option<String>,
     /// After this it is no longer recalled (ISO 8601).
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub valid_until: Option<String>,
     /// Metadata, repeatable.
     #[arg(long = "meta", value_name = "KEY=VALUE")]
@@ -353,6 +379,10 @@ pub struct RetainArgs {
     /// Valid beside memories it contradicts: keep both, flagged as conflicting.
     #[arg(long)]
     pub parallel: bool,
+    /// With --file: the lines are a sequence (a conversation's turns), each found by the words of
+    /// the line before it too.
+    #[arg(long)]
+    pub sequence: bool,
     /// Lines per call into the component when reading a file (one commit each), 1 to 1000.
     #[arg(long, default_value_t = 32, value_name = "N")]
     pub batch: usize,
@@ -367,7 +397,7 @@ pub struct RecallArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub k: Option<u32>,
     /// "Now" for recency (ISO 8601) [default: the wall clock].
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub now: Option<String>,
     /// The current task's type: memories of the same type score higher.
     #[arg(long)]

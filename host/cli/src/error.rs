@@ -62,6 +62,12 @@ impl From<hindsight::Error> for CliError {
     }
 }
 
+impl From<hindsight::StoreError> for CliError {
+    fn from(e: hindsight::StoreError) -> Self {
+        hindsight::Error::from(e).into()
+    }
+}
+
 impl From<hindsight::FieldError> for CliError {
     fn from(e: hindsight::FieldError) -> Self {
         hindsight::Error::from(e).into()

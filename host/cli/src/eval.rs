@@ -256,6 +256,7 @@ fn evaluate(
                         Ok(Memory::new(turn_text(t))
                             .occurred_at(parse_iso("session_date", &t.session_date)?)
                             .meta("dia_id", t.dia_id.clone())
+                            .sequence()
                             .force())
                     })
                     .collect::<CliResult<Vec<_>>>()?;
@@ -266,7 +267,7 @@ fn evaluate(
             }
         }
         if let Some(c) = &cached {
-            store.checkpoint()?;
+            hindsight::Store::checkpoint(&*store)?;
             if let Some(parent) = c.parent() {
                 std::fs::create_dir_all(parent).map_err(io)?;
             }

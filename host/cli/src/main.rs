@@ -56,6 +56,7 @@ fn llm(g: &Global) -> CliResult<Option<OpenAi>> {
     let Some(url) = &g.llm_url else { return Ok(None) };
     let mut client = OpenAi::new(url.clone(), "default");
     client.apply_env()?;
+    client.check()?;
     if let Some(model) = &g.llm_model {
         client = client.model(model.clone());
     }
@@ -214,18 +215,38 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
                 items.iter().map(render::distilled).collect::<Vec<_>>().join("\n")
             });
         }
-        Command::Maintain { now } => {
+        Command::Maintain { now, allow_future, dry_run } => {
             let b = bank(&g, true)?;
             let b = match time("now", &now)? {
+                Some(at)
+                    if at > hindsight::time::now() + hindsight::time::DAY_MS && !allow_future && !dry_run =>
+                {
+                    return Err(CliError::field(
+                        "now",
+                        format!(
+                            "{} is more than a day after the wall clock: maintain would age every memory by \
+                             that much (and archive most); --allow-future if that is meant, --dry-run to see",
+                            hindsight::time::format_iso(at)
+                        ),
+                    ));
+                }
                 Some(at) => b.at(at),
                 None => b,
             };
             let started = Instant::now();
-            let report = b.maintain()?;
+            let report = if dry_run { b.maintain_dry_run()? } else { b.maintain()? };
             let seconds = started.elapsed().as_secs_f64();
             let mut v = serde_json::to_value(&report).expect("reports serialise");
             v["seconds"] = json!((seconds * 1000.0).round() / 1000.0);
-            print(&g, &v, || render::maintain(&report, seconds));
+            v["dry_run"] = json!(dry_run);
+            print(&g, &v, || {
+                let text = render::maintain(&report, seconds);
+                if dry_run {
+                    format!("{text}\n(dry run: nothing was changed)")
+                } else {
+                    text
+                }
+            });
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -244,8 +265,20 @@ fn recall(g: &Global, args: RecallArgs) -> CliResult<()> {
     query.min_score = args.min_score;
     query.prompt_tokens = args.prompt_tokens;
     query.include_superseded = args.include_superseded;
-    let result = bank(g, true)?.recall(query)?;
+    let hs = open(g, true)?;
+    let result = hs.bank(&g.bank)?.recall(query)?;
     print(g, &result, || render::recall(&result));
+    if result.items.is_empty() {
+        let banks = hs.banks()?;
+        if !banks.contains(&g.bank) {
+            eprintln!(
+                "hint: bank {:?} holds nothing in {}; its banks: {} (--bank or HINDSIGHT_BANK picks one)",
+                g.bank,
+                g.db.display(),
+                if banks.is_empty() { "none yet".to_string() } else { banks.join(", ") }
+            );
+        }
+    }
     Ok(())
 }
 
@@ -277,8 +310,24 @@ fn task(g: &Global, command: TaskCommand) -> CliResult<()> {
             print(g, &ended, || render::task_end(&ended));
             return Ok(());
         }
-        TaskCommand::Step { id, kind, text, tool, error, version } => {
-            let step = Step { tool, error, ..Step::new(kind, text) };
+        TaskCommand::Distill { id, rules } => {
+            let ended = b.resume_task(&id)?.distill(rules)?;
+            print(g, &ended, || render::task_end(&ended));
+            return Ok(());
+        }
+        TaskCommand::Delete { id, hard } => {
+            if !hard {
+                return Err(CliError::field(
+                    "hard",
+                    "task delete erases the task's record for good: pass --hard",
+                ));
+            }
+            b.delete_task(&id)?;
+            print(g, &json!({"id": id, "deleted": "hard"}), || format!("{id} erased"));
+            return Ok(());
+        }
+        TaskCommand::Step { id, kind, text, tool, error, step_id, version } => {
+            let step = Step { tool, error, id: step_id, ..Step::new(kind, text) };
             (id, TaskUpdate::Step(step), version.expect_version)
         }
         TaskCommand::Fact(t) => (t.id, TaskUpdate::Fact(t.text), t.version.expect_version),
@@ -315,6 +364,7 @@ fn item_from_flags(args: &RetainArgs) -> CliResult<Memory> {
     }
     m.force = args.force;
     m.parallel = args.parallel;
+    m.sequence = args.sequence;
     Ok(m)
 }
 

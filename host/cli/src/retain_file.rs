@@ -86,6 +86,7 @@ fn with_defaults(mut item: Memory, d: &Memory) -> Memory {
     }
     item.force |= d.force;
     item.parallel |= d.parallel;
+    item.sequence |= d.sequence;
     item
 }
 

@@ -126,8 +126,17 @@ impl Bank {
 
     /// Decay, archiving, expiry, late merging and the capacity cap, in one commit.
     pub fn maintain(&self) -> Result<MaintainReport> {
+        self.maintain_with(false)
+    }
+
+    /// What [`Bank::maintain`] would do now, changing nothing.
+    pub fn maintain_dry_run(&self) -> Result<MaintainReport> {
+        self.maintain_with(true)
+    }
+
+    fn maintain_with(&self, dry_run: bool) -> Result<MaintainReport> {
         let now = self.now;
-        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_maintain(s, h, now)))?.into())
+        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_maintain(s, h, now, dry_run)))?.into())
     }
 
     /// Starts a task (a goal, or a [`NewTask`] with its type): its working memory lives in the
@@ -150,6 +159,12 @@ impl Bank {
         let task = Task { bank: self.clone(), id: id.to_string() };
         task.state()?;
         Ok(task)
+    }
+
+    /// Erases task `id`'s record for good.
+    pub fn delete_task(&self, id: &str) -> Result<()> {
+        let id = id.to_string();
+        self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_delete_task(s, h, &id)))
     }
 
     /// The bank's tasks, newest first; ended ones only when asked.
@@ -229,6 +244,16 @@ impl Task {
     /// Records what the agent is doing now.
     pub fn current_step(&self, text: impl Into<String>) -> Result<TaskState> {
         self.update(TaskUpdate::CurrentStep(text.into()), None)
+    }
+
+    /// Distils the ended task when its distillation was skipped or failed: with the language model
+    /// when there is one, by rules when there is none or `rules_only`.
+    pub fn distill(&self, rules_only: bool) -> Result<TaskEnd> {
+        let (id, now) = (self.id.clone(), self.bank.now);
+        let ended = self.bank.call(move |w, bank| {
+            w.with_bank(bank, |b, s, h| b.call_distill_task(s, h, &id, rules_only, now))
+        })?;
+        Ok(ended.into())
     }
 
     /// Ends the task (an [`hindsight_types::Outcome`], or an [`EndTask`] with a detail or

@@ -111,6 +111,12 @@ impl Hindsight {
         Ok(())
     }
 
+    /// Moves the store's write-ahead log into its main data (SQLite: a checkpoint that truncates
+    /// the log), so nothing erased stays on disk beside it. Servers call it when they stop.
+    pub fn close(&self) -> Result<()> {
+        Ok(self.pool.runtime().store.checkpoint()?)
+    }
+
     /// Bytes of linear memory the largest live instance has grown to.
     pub fn instance_memory_bytes(&self) -> Result<usize> {
         let mut most = 0;

@@ -91,7 +91,21 @@ impl OpenAi {
         let Some(url) = env(ENV_URL) else { return Ok(None) };
         let mut client = OpenAi::new(url, env("HINDSIGHT_LLM_MODEL").unwrap_or_else(|| "default".into()));
         client.apply_env()?;
+        client.check()?;
         Ok(Some(client))
+    }
+
+    /// Whether the URL can be an endpoint at all (checked before any call, not retried).
+    pub fn check(&self) -> Result<()> {
+        let url = self.url.trim();
+        let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
+        match rest {
+            Some(host) if !host.is_empty() && !host.starts_with('/') => Ok(()),
+            _ => Err(Error::invalid(
+                "llm url",
+                format!("{:?} is not an http(s) URL, e.g. http://127.0.0.1:8080/v1", redact(url)),
+            )),
+        }
     }
 
     /// Applies the `HINDSIGHT_LLM_*` variables other than the URL on top of this client.
@@ -244,7 +258,11 @@ impl Llm for OpenAi {
         let shown = redact(&endpoint);
         let mut mode = self.json_mode;
         let mut attempt = 0u32;
+        // The importance score is optional (the rules decide without it): one try, so a hanging
+        // server costs a retain one timeout, not several.
+        let retries = if r.operation == LlmOperation::Importance { 0 } else { self.retries };
         loop {
+            let started = std::time::Instant::now();
             let mut call = self.agent.post(&endpoint).set("Content-Type", "application/json");
             if let Some(key) = &self.api_key {
                 call = call.set("Authorization", &format!("Bearer {key}"));
@@ -277,10 +295,19 @@ impl Llm for OpenAi {
                 Err(ureq::Error::Transport(t)) => {
                     let kind = t.kind();
                     let detail = t.message().map(str::to_string).unwrap_or_else(|| kind.to_string());
+                    // ureq reports its timeout as an I/O error of the network kind: say what it was.
+                    let detail = if started.elapsed() >= self.timeout {
+                        format!(
+                            "no answer within the timeout of {} ms (HINDSIGHT_LLM_TIMEOUT_MS)",
+                            self.timeout.as_millis()
+                        )
+                    } else {
+                        detail
+                    };
                     (format!("{shown}: {detail}"), None)
                 }
             };
-            if attempt >= self.retries {
+            if attempt >= retries {
                 let tries = if attempt == 0 { "1 try".to_string() } else { format!("{} tries", attempt + 1) };
                 return Err(LlmError::Failed(format!("{message} (after {tries})")));
             }

@@ -136,6 +136,7 @@ impl Runtime {
             limits,
             store: self.store.clone(),
             llm: self.llm.clone(),
+            deadline_at: Instant::now() + self.deadline,
         };
         let mut store = wasmtime::Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -288,6 +289,8 @@ pub(crate) struct HostState {
     limits: Limits,
     store: Arc<dyn Store>,
     llm: Option<Arc<dyn Llm>>,
+    /// When the current call must be done: LLM calls made for it get the time left, no more.
+    deadline_at: Instant,
 }
 
 /// wasmtime's limits, plus how large linear memory has grown and whether a growth was refused
@@ -368,12 +371,34 @@ impl store::Host for HostState {
 }
 
 impl llm::Host for HostState {
+    /// Asks the model, within the time the current call has left: a model that hangs cannot
+    /// hold the call past its deadline (the call's error then says the deadline passed).
     fn complete(&mut self, request: llm::Request) -> Result<llm::Response, llm::LlmError> {
-        match &self.llm {
-            Some(model) => model.complete(&request.into()).map(Into::into).map_err(Into::into),
-            None => Err(llm::LlmError::Unavailable(
+        let Some(model) = self.llm.clone() else {
+            return Err(llm::LlmError::Unavailable(
                 "no language model is configured (set HINDSIGHT_LLM_URL, or pass one to the host)".into(),
-            )),
+            ));
+        };
+        let left = self.deadline_at.saturating_duration_since(Instant::now());
+        let passed = || {
+            llm::LlmError::Failed(
+                "the LLM call did not answer before the call's deadline (--deadline-ms)".into(),
+            )
+        };
+        if left.is_zero() {
+            return Err(passed());
+        }
+        let request: hindsight_types::LlmRequest = request.into();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let asked = std::thread::Builder::new().name("hindsight-llm".into()).spawn(move || {
+            let _ = tx.send(model.complete(&request));
+        });
+        if asked.is_err() {
+            return Err(llm::LlmError::Failed("could not start the LLM call's thread".into()));
+        }
+        match rx.recv_timeout(left) {
+            Ok(answer) => answer.map(Into::into).map_err(Into::into),
+            Err(_) => Err(passed()),
         }
     }
 }
@@ -409,9 +434,9 @@ impl Worker {
             self.instance = Some(self.runtime.instantiate()?);
         }
         let instance = self.instance.as_mut().expect("instance just made");
-        instance
-            .store
-            .set_epoch_deadline(self.deadline_ticks.unwrap_or_else(|| self.runtime.deadline_ticks()));
+        let ticks = self.deadline_ticks.unwrap_or_else(|| self.runtime.deadline_ticks());
+        instance.store.set_epoch_deadline(ticks);
+        instance.store.data_mut().deadline_at = Instant::now() + EPOCH_TICK * ticks as u32;
         instance.store.data_mut().limits.refused = false;
         match f(instance) {
             Ok(result) => result.map_err(Into::into),

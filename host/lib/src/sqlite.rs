@@ -22,6 +22,9 @@ const KV_COLUMNS: &str = "(key BLOB PRIMARY KEY NOT NULL, value BLOB NOT NULL)";
 /// An ordered key-value space in one SQLite file.
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    path: std::path::PathBuf,
+    /// Opened read-only (this process may not write the file or its directory).
+    read_only: bool,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -39,6 +42,60 @@ impl SqliteStore {
     /// transaction. A file written by a newer hindsight is refused and left as it is.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore> {
         let path = path.as_ref();
+        match SqliteStore::open_writable(path) {
+            Err(e) if SqliteStore::is_read_only(path) => SqliteStore::open_read_only(path).map_err(|_| e),
+            other => other,
+        }
+    }
+
+    /// Whether `path` can only be read (a read-only file, or a read-only directory SQLite cannot
+    /// put its write-ahead log in).
+    fn is_read_only(path: &Path) -> bool {
+        let read_only = |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.permissions().readonly());
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        path.is_file() && (read_only(path) || read_only(dir) || !writable(dir))
+    }
+
+    /// A database this process may only read: opened read-only, changing nothing (no
+    /// migration); writes fail with [`StoreError::ReadOnly`] naming the file.
+    fn open_read_only(path: &Path) -> Result<SqliteStore> {
+        use rusqlite::OpenFlags;
+        let flags =
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let version = |conn: &Connection| conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
+        // SQLite reads a WAL database read-only when its -wal and -shm exist (a writer left them).
+        // Without them it cannot create them here; then the file alone is the whole database
+        // and `immutable` reads it as it stands. With a -wal but no usable -shm, reading the
+        // file alone would miss commits: refused.
+        let plain = Connection::open_with_flags(path, flags);
+        let conn = match plain.and_then(|c| version(&c).map(|_| c)) {
+            Ok(conn) => conn,
+            Err(e) => {
+                let wal = std::fs::metadata(format!("{}-wal", path.display())).map(|m| m.len()).unwrap_or(0);
+                if wal > 0 {
+                    return Err(failed(
+                        path,
+                        "reading (read-only, with a write-ahead log this process cannot use; a process that \
+                         may write the file checkpoints it)",
+                        e,
+                    ));
+                }
+                let uri = format!("file:{}?immutable=1", path.display());
+                Connection::open_with_flags(&uri, flags).map_err(|e| failed(path, "opening read-only", e))?
+            }
+        };
+        let version = version(&conn).map_err(|e| failed(path, "reading", e))?;
+        if version != SQLITE_FORMAT {
+            return Err(Error::Store(format!(
+                "{} is read-only and in SQLite format {version}; this version needs {SQLITE_FORMAT} and cannot \
+                 migrate a file it may not write",
+                path.display()
+            )));
+        }
+        Ok(SqliteStore { conn: Mutex::new(conn), path: path.to_path_buf(), read_only: true })
+    }
+
+    fn open_writable(path: &Path) -> Result<SqliteStore> {
         let mut conn = Connection::open(path).map_err(|e| failed(path, "opening the database", e))?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(|e| failed(path, "configuring", e))?;
         let version: i64 = conn
@@ -60,14 +117,12 @@ impl SqliteStore {
         if version < SQLITE_FORMAT {
             migrate(&mut conn).map_err(|e| failed(path, "migrating", e))?;
         }
-        Ok(SqliteStore { conn: Mutex::new(conn) })
+        Ok(SqliteStore { conn: Mutex::new(conn), path: path.to_path_buf(), read_only: false })
     }
 
-    /// Moves the write-ahead log into the main file and truncates it.
-    pub fn checkpoint(&self) -> Result<()> {
-        self.conn()
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .map_err(|e| Error::Store(format!("checkpoint: {e}")))
+    /// Whether this store was opened read-only (writes fail with [`StoreError::ReadOnly`]).
+    pub fn read_only(&self) -> bool {
+        self.read_only
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -111,8 +166,36 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-fn store_error(e: rusqlite::Error) -> StoreError {
-    StoreError::failed(e)
+/// Whether this process may create files in `dir` (root may, whatever the mode says).
+fn writable(dir: &Path) -> bool {
+    let probe = dir.join(format!(".hindsight-write-probe-{}", std::process::id()));
+    let ok = std::fs::File::create(&probe).is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
+}
+
+impl SqliteStore {
+    fn error(&self, e: rusqlite::Error) -> StoreError {
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly) {
+            return self.read_only_error();
+        }
+        StoreError::Failed(format!("{}: {e}", self.path.display()))
+    }
+
+    fn read_only_error(&self) -> StoreError {
+        StoreError::ReadOnly(format!(
+            "{} is read-only for this process (the file, its -wal or -shm, or its directory): nothing was written",
+            self.path.display()
+        ))
+    }
+
+    /// Checkpoints the write-ahead log into the main file and truncates it: after a commit that
+    /// deletes, no erased byte is left in the log, whichever other process holds the file.
+    fn truncate_log(&self, conn: &Connection) -> Result<(), StoreError> {
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0))
+            .map(drop)
+            .map_err(|e| self.error(e))
+    }
 }
 
 impl Store for SqliteStore {
@@ -120,7 +203,7 @@ impl Store for SqliteStore {
         self.conn()
             .query_row("SELECT value FROM kv WHERE key = ?1", [key.as_bytes()], |row| row.get(0))
             .optional()
-            .map_err(store_error)
+            .map_err(|e| self.error(e))
     }
 
     fn scan(
@@ -142,15 +225,15 @@ impl Store for SqliteStore {
             (true, false) => "SELECT key, value FROM kv WHERE key >= ?1 AND ?2 IS NULL ORDER BY key LIMIT ?3",
             (false, false) => "SELECT key, value FROM kv WHERE key > ?1 AND ?2 IS NULL ORDER BY key LIMIT ?3",
         };
-        let mut stmt = conn.prepare_cached(sql).map_err(store_error)?;
+        let mut stmt = conn.prepare_cached(sql).map_err(|e| self.error(e))?;
         let rows = stmt
             .query_map(params![lower, upper, limit], |row| {
                 Ok((row.get::<_, Vec<u8>>(0)?, row.get::<_, Vec<u8>>(1)?))
             })
-            .map_err(store_error)?;
+            .map_err(|e| self.error(e))?;
         let mut out = Vec::new();
         for row in rows {
-            let (key, value) = row.map_err(store_error)?;
+            let (key, value) = row.map_err(|e| self.error(e))?;
             let key = String::from_utf8(key).map_err(|_| StoreError::failed("a stored key is not UTF-8"))?;
             out.push((key, value));
         }
@@ -158,16 +241,19 @@ impl Store for SqliteStore {
     }
 
     fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
+        if self.read_only {
+            return Err(self.read_only_error());
+        }
         let mut conn = self.conn();
         // IMMEDIATE: the write lock is taken before the expectations are read, so no other
         // process can commit between the check and the writes.
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| self.error(e))?;
         for op in &ops {
             if let Op::Expect(key, want) = op {
                 let have: Option<Vec<u8>> = tx
                     .query_row("SELECT value FROM kv WHERE key = ?1", [key.as_bytes()], |row| row.get(0))
                     .optional()
-                    .map_err(store_error)?;
+                    .map_err(|e| self.error(e))?;
                 if have != *want {
                     return Err(StoreError::Conflict(key.clone())); // dropping tx rolls back
                 }
@@ -176,17 +262,29 @@ impl Store for SqliteStore {
         {
             let mut put = tx
                 .prepare_cached("INSERT OR REPLACE INTO kv (key, value) VALUES (?1, ?2)")
-                .map_err(store_error)?;
-            let mut delete = tx.prepare_cached("DELETE FROM kv WHERE key = ?1").map_err(store_error)?;
+                .map_err(|e| self.error(e))?;
+            let mut delete = tx.prepare_cached("DELETE FROM kv WHERE key = ?1").map_err(|e| self.error(e))?;
             for op in &ops {
                 match op {
-                    Op::Put(k, v) => put.execute(params![k.as_bytes(), v]).map_err(store_error)?,
-                    Op::Delete(k) => delete.execute(params![k.as_bytes()]).map_err(store_error)?,
+                    Op::Put(k, v) => put.execute(params![k.as_bytes(), v]).map_err(|e| self.error(e))?,
+                    Op::Delete(k) => delete.execute(params![k.as_bytes()]).map_err(|e| self.error(e))?,
                     Op::Expect(..) => 0,
                 };
             }
         }
-        tx.commit().map_err(store_error)
+        tx.commit().map_err(|e| self.error(e))?;
+        if ops.iter().any(|op| matches!(op, Op::Delete(_))) {
+            self.truncate_log(&conn)?;
+        }
+        Ok(())
+    }
+
+    fn checkpoint(&self) -> Result<(), StoreError> {
+        if self.read_only {
+            return Ok(());
+        }
+        let conn = self.conn();
+        self.truncate_log(&conn)
     }
 }
 

@@ -63,7 +63,13 @@ impl Llm for Metered {
     fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let result = self.llm.complete(request);
         let (ok, prompt, completion) = match &result {
-            Ok(r) => (true, r.prompt_tokens, r.completion_tokens),
+            // An answer with no JSON in it, when JSON was asked for, is a failure too: the engine
+            // cannot use it (it reads answers with the same parser).
+            Ok(r) => {
+                let usable = request.json_schema.is_none()
+                    || hindsight_types::llm::parse_json::<serde_json::Value>(&r.text).is_ok();
+                (usable, r.prompt_tokens, r.completion_tokens)
+            }
             Err(LlmError::Unavailable(_)) => return result,
             Err(LlmError::Failed(_)) => (false, 0, 0),
         };

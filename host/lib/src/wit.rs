@@ -108,6 +108,7 @@ impl From<api::Memory> for types::NewMemory {
             metadata: m.metadata,
             force: m.force,
             parallel: m.parallel,
+            sequence: m.sequence,
             vector: m.vector,
         }
     }
@@ -158,6 +159,7 @@ impl From<types::RecallResult> for api::RecallResult {
                     score: i.score.into(),
                     conflicting: i.conflicting,
                     possibly_stale: i.possibly_stale,
+                    in_prompt: i.in_prompt,
                 })
                 .collect(),
             prompt: r.prompt,
@@ -219,7 +221,14 @@ impl From<types::MaintainReport> for api::MaintainReport {
 
 impl From<types::Step> for api::Step {
     fn from(s: types::Step) -> Self {
-        api::Step { kind: s.kind.into(), text: s.text, tool: s.tool, error: s.error, at: Some(s.at) }
+        api::Step {
+            id: s.id,
+            kind: s.kind.into(),
+            text: s.text,
+            tool: s.tool,
+            error: s.error,
+            at: Some(s.at),
+        }
     }
 }
 
@@ -277,6 +286,7 @@ impl From<types::TaskEnd> for api::TaskEnd {
 pub(crate) fn task_update(update: api::TaskUpdate, now: api::Timestamp) -> types::TaskUpdate {
     match update {
         api::TaskUpdate::Step(s) => types::TaskUpdate::Step(types::Step {
+            id: s.id,
             at: s.at.unwrap_or(now),
             kind: s.kind.into(),
             text: s.text,
@@ -324,6 +334,7 @@ impl From<api::StoreError> for store::StoreError {
     fn from(e: api::StoreError) -> Self {
         match e {
             api::StoreError::Conflict(key) => store::StoreError::Conflict(key),
+            api::StoreError::ReadOnly(m) => store::StoreError::ReadOnly(m),
             api::StoreError::Failed(m) => store::StoreError::Failed(m),
         }
     }

@@ -123,7 +123,66 @@ impl Bank {
         expected_version: Option<u32>,
         now: Timestamp,
     ) -> Result<Task> {
-        self.change_task(id, |task| task.apply(update.clone(), expected_version, now))
+        let limits = self.settings.tasks.clone();
+        self.change_task(id, |task| task.apply(update.clone(), expected_version, now, &limits))
+    }
+
+    /// Erases a task's record for good.
+    pub fn delete_task(&mut self, id: &str) -> Result<()> {
+        let key = self.task_key(id);
+        for _ in 0..8 {
+            let (_, bytes) = self.load_task(id)?;
+            match self.store.commit(vec![Op::Expect(key.clone(), Some(bytes)), Op::Delete(key.clone())]) {
+                Err(crate::store::StoreError::Conflict(_)) => continue,
+                other => return Ok(other?),
+            }
+        }
+        Err(Error::Stale(format!("task {id}: other writers kept changing it first")))
+    }
+
+    /// The ops that replace, in task `id`, every text holding `content` with an erasure marker
+    /// (for the commit that hard-forgets a memory distilled from it); none when the task is gone
+    /// or holds nothing of it.
+    pub(super) fn scrub_task(&self, id: &str, content: &str, now: Timestamp) -> Result<Vec<Op>> {
+        let (mut task, bytes) = match self.load_task(id) {
+            Ok(found) => found,
+            Err(Error::NotFound(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        if !task.scrub(content, now) {
+            return Ok(Vec::new());
+        }
+        let key = self.task_key(id);
+        let scrubbed = serde_json::to_vec(&task).expect("task serialises");
+        Ok(vec![Op::Expect(key.clone(), Some(bytes)), Op::Put(key, scrubbed)])
+    }
+
+    /// The task marked distilled (`method`, now), and the ops that store it if nobody changed
+    /// it since it was read: they go into the commit that retains its memories.
+    fn mark_distilled(&self, id: &str, method: DistillMethod, now: Timestamp) -> Result<(Task, Vec<Op>)> {
+        let (mut task, bytes) = self.load_task(id)?;
+        task.distilled = Some((now, method));
+        task.version += 1;
+        task.updated_at = now;
+        let key = self.task_key(id);
+        let marked = serde_json::to_vec(&task).expect("task serialises");
+        Ok((task, vec![Op::Expect(key.clone(), Some(bytes)), Op::Put(key, marked)]))
+    }
+
+    /// Distils an ended task that has not been (its distillation was skipped, or failed): with the
+    /// LLM when there is one, by rules when there is none or `rules_only`.
+    pub fn distill_task(&mut self, id: &str, rules_only: bool, now: Timestamp) -> Result<TaskEnd> {
+        let task = self.task(id)?;
+        if !task.is_ended() {
+            return Err(Error::invalid("task", format!("{id} has not ended: end it first")));
+        }
+        if let Some((at, method)) = task.distilled {
+            return Err(Error::invalid(
+                "task",
+                format!("{id} was already distilled ({method}, {})", hindsight_types::time::format_iso(at)),
+            ));
+        }
+        self.distill(task, "distillation asked for".into(), rules_only, now)
     }
 
     /// Ends the task (stored first, so it is ended whatever distillation does), then distils it
@@ -151,21 +210,13 @@ impl Bank {
             Ok(true)
         })?;
 
-        let s = &self.settings.distill;
-        let steps = task.steps.len() as u32;
-        let tool_calls = task.steps.iter().filter(|st| st.kind == StepKind::ToolCall).count() as u32;
-        let reason = if force {
-            "distillation forced by the caller".to_string()
-        } else if task.user_asked_to_remember() {
-            "the user asked to remember".to_string()
-        } else if steps > s.min_steps {
-            format!("{steps} steps (more than {})", s.min_steps)
-        } else if tool_calls > s.min_tool_calls {
-            format!("{tool_calls} tool calls (more than {})", s.min_tool_calls)
-        } else {
+        let Some(reason) = self.worth_distilling(&task, force) else {
+            let s = &self.settings.distill;
+            let steps = task.steps.len();
+            let tool_calls = task.steps.iter().filter(|st| st.kind == StepKind::ToolCall).count();
             return Ok(TaskEnd {
                 reason: format!(
-                    "not distilled: {steps} steps, {tool_calls} tool calls and no request to remember (thresholds: more than {} steps or {} tool calls)",
+                    "not distilled: {steps} steps, {tool_calls} tool calls and no request to remember (thresholds: more than {} steps or {} tool calls; `task distill` distils it anyway)",
                     s.min_steps, s.min_tool_calls
                 ),
                 task,
@@ -173,22 +224,53 @@ impl Bank {
                 items: Vec::new(),
             });
         };
+        self.distill(task, reason, false, now)
+    }
 
-        let request = distill_request(&task, &self.settings.distill);
-        match self.llm.complete(&request) {
+    /// Why the task is worth distilling, if it is.
+    fn worth_distilling(&self, task: &Task, force: bool) -> Option<String> {
+        let s = &self.settings.distill;
+        let steps = task.steps.len() as u32;
+        let tool_calls = task.steps.iter().filter(|st| st.kind == StepKind::ToolCall).count() as u32;
+        if force {
+            Some("distillation forced by the caller".to_string())
+        } else if task.user_asked_to_remember() {
+            Some("the user asked to remember".to_string())
+        } else if steps > s.min_steps {
+            Some(format!("{steps} steps (more than {})", s.min_steps))
+        } else if tool_calls > s.min_tool_calls {
+            Some(format!("{tool_calls} tool calls (more than {})", s.min_tool_calls))
+        } else {
+            None
+        }
+    }
+
+    /// Distils an ended task: its memories and the mark that it is distilled in one commit. With
+    /// an LLM, an unusable answer is an error — never a guessed memory — and the task can be
+    /// distilled again (`distill_task`).
+    fn distill(&mut self, task: Task, reason: String, rules_only: bool, now: Timestamp) -> Result<TaskEnd> {
+        let id = task.id.clone();
+        let unretained = "the task is ended and stored, nothing was retained; `task distill` tries again \
+                          (`--rules` without the LLM)";
+        let answer = if rules_only {
+            Err(LlmError::Unavailable("the rules were asked for".into()))
+        } else {
+            self.llm.complete(&distill_request(&task, &self.settings.distill))
+        };
+        match answer {
             Err(LlmError::Unavailable(_)) => {
                 let candidates = rule_lessons(&task);
-                let items = self.retain_lessons(&task, candidates, now)?;
-                Ok(TaskEnd { task, method: DistillMethod::Rules, reason: format!("{reason}; no LLM: distilled by rules"), items })
+                let (task, items) = self.retain_lessons(&task, candidates, now)?;
+                let how = if rules_only { "distilled by rules" } else { "no LLM: distilled by rules" };
+                Ok(TaskEnd { task, method: DistillMethod::Rules, reason: format!("{reason}; {how}"), items })
             }
-            Err(LlmError::Failed(e)) => Err(Error::Llm(format!(
-                "distilling task {id}: the LLM call failed: {e}; the task is ended and stored, nothing was retained"
-            ))),
+            Err(LlmError::Failed(e)) => {
+                Err(Error::Llm(format!("distilling task {id}: the LLM call failed: {e}; {unretained}")))
+            }
             Ok(response) => {
-                let lessons = parse_json::<Lessons>(&response.text).map_err(|e| {
-                    Error::Llm(format!("distilling task {id}: {e}; the task is ended and stored, nothing was retained"))
-                })?;
-                let items = self.verify_and_retain(&task, lessons.memories, now)?;
+                let lessons = parse_json::<Lessons>(&response.text)
+                    .map_err(|e| Error::Llm(format!("distilling task {id}: {e}; {unretained}")))?;
+                let (task, items) = self.verify_and_retain(&task, lessons.memories, now)?;
                 Ok(TaskEnd { task, method: DistillMethod::Llm, reason, items })
             }
         }
@@ -201,7 +283,7 @@ impl Bank {
         task: &Task,
         lessons: Vec<Lesson>,
         now: Timestamp,
-    ) -> Result<Vec<Distilled>> {
+    ) -> Result<(Task, Vec<Distilled>)> {
         let s = self.settings.distill.clone();
         let mut dropped: Vec<Distilled> = Vec::new();
         let mut kept: Vec<Memory> = Vec::new();
@@ -256,9 +338,9 @@ impl Bank {
             shape_transient(&mut item, &s, now);
             kept.push(item);
         }
-        let mut items = self.retain_for_task(task, kept, now)?;
+        let (task, mut items) = self.retain_for_task(task, kept, DistillMethod::Llm, now)?;
         items.extend(dropped);
-        Ok(items)
+        Ok((task, items))
     }
 
     fn retain_lessons(
@@ -266,24 +348,32 @@ impl Bank {
         task: &Task,
         mut lessons: Vec<Memory>,
         now: Timestamp,
-    ) -> Result<Vec<Distilled>> {
+    ) -> Result<(Task, Vec<Distilled>)> {
         let s = self.settings.distill.clone();
         for item in &mut lessons {
             shape_transient(item, &s, now);
         }
         lessons.truncate(s.max_memories as usize);
-        self.retain_for_task(task, lessons, now)
+        self.retain_for_task(task, lessons, DistillMethod::Rules, now)
     }
 
-    /// Retains a task's memories, each marked with the task it came from.
+    /// Retains a task's memories, each marked with the task it came from, and marks the task
+    /// distilled, in one commit.
     fn retain_for_task(
         &mut self,
         task: &Task,
         mut items: Vec<Memory>,
+        method: DistillMethod,
         now: Timestamp,
-    ) -> Result<Vec<Distilled>> {
+    ) -> Result<(Task, Vec<Distilled>)> {
         if items.is_empty() {
-            return Ok(Vec::new());
+            let marked = self.change_task(&task.id, |t| {
+                t.distilled = Some((now, method));
+                t.version += 1;
+                t.updated_at = now;
+                Ok(true)
+            })?;
+            return Ok((marked, Vec::new()));
         }
         for item in &mut items {
             item.occurred_at = Some(task.ended_at.unwrap_or(now));
@@ -300,12 +390,14 @@ impl Bank {
             .iter()
             .map(|i| (i.content.clone(), i.kind.unwrap_or(self.settings.defaults.kind)))
             .collect();
-        let outcomes = self.retain_with(items, now, false)?;
-        Ok(summary
+        let (marked, ops) = self.mark_distilled(&task.id, method, now)?;
+        let outcomes = self.retain_with(items, now, false, ops)?;
+        let items = summary
             .into_iter()
             .zip(outcomes)
             .map(|((content, kind), outcome)| Distilled { content, kind, outcome })
-            .collect())
+            .collect();
+        Ok((marked, items))
     }
 
     /// Induces semantic memories from the bank's recent episodes (since `since`) with the LLM,
@@ -392,7 +484,7 @@ impl Bank {
         let summary: Vec<String> = items.iter().map(|i| i.content.clone()).collect();
         let mut out = Vec::new();
         if !items.is_empty() {
-            let outcomes = self.retain_with(items, now, false)?;
+            let outcomes = self.retain_with(items, now, false, Vec::new())?;
             out.extend(summary.into_iter().zip(outcomes).map(|(content, outcome)| Distilled {
                 content,
                 kind: Kind::Semantic,

@@ -122,10 +122,16 @@ impl Bank {
     /// Decay, archiving, expiry, late merging and the capacity cap, in one commit; the report
     /// lists every memory archived or merged and why. Nothing is erased.
     pub fn maintain(&mut self, now: Timestamp) -> Result<MaintainReport> {
-        self.transact(|bank| bank.maintain_once(now))
+        self.transact(|bank| bank.maintain_once(now, false))
     }
 
-    fn maintain_once(&mut self, now: Timestamp) -> Result<MaintainReport> {
+    /// What `maintain` would do at `now`, changing nothing.
+    pub fn maintain_dry_run(&mut self, now: Timestamp) -> Result<MaintainReport> {
+        self.sync()?;
+        self.maintain_once(now, true)
+    }
+
+    fn maintain_once(&mut self, now: Timestamp, dry_run: bool) -> Result<MaintainReport> {
         let ms = self.settings.maintain.clone();
         let days = |d: f32| (d as f64 * DAY_MS as f64) as i64;
         let mut report = MaintainReport::default();
@@ -139,12 +145,14 @@ impl Bank {
             .collect();
         report.active_before = active.len() as u32;
         let mut changed: BTreeMap<String, Record> = BTreeMap::new();
+        // `before` is the memory as this run found it: what a restore gives back.
         let archive = |m: Record,
+                       before: &Record,
                        reason: String,
                        report: &mut MaintainReport,
                        changed: &mut BTreeMap<String, Record>| {
             let mut m = m;
-            m.set_status(Status::Archived, now);
+            m.archive(before, now);
             report.steps.push(MaintainStep {
                 id: m.id.clone(),
                 action: MaintainAction::Archived,
@@ -156,8 +164,10 @@ impl Bank {
 
         for (_, mut m) in std::mem::take(&mut active) {
             if let Some(until) = m.valid_until.filter(|&u| u <= now) {
+                let before = m.clone();
                 archive(
                     m,
+                    &before,
                     format!("expired on {}", hindsight_types::time::date(until)),
                     &mut report,
                     &mut changed,
@@ -180,14 +190,14 @@ impl Bank {
                         ms.archive_below_confidence,
                         idle / DAY_MS
                     );
-                    archive(m, reason, &mut report, &mut changed);
+                    archive(m, &before, reason, &mut report, &mut changed);
                     continue;
                 }
                 let age = now.saturating_sub(m.created_at);
                 if m.kind == Kind::Episodic && m.access_count == 0 {
                     if age >= days(ms.episodic_archive_days) {
                         let reason = format!("an episode never recalled in {} days", age / DAY_MS);
-                        archive(m, reason, &mut report, &mut changed);
+                        archive(m, &before, reason, &mut report, &mut changed);
                         continue;
                     }
                     if age >= days(ms.episodic_weaken_days) && !m.weakened {
@@ -225,10 +235,18 @@ impl Bank {
                 let m = active.remove(&id).expect("ranked from active");
                 let reason =
                     format!("over capacity ({total} active, cap {cap}): composite score {composite:.3}");
-                archive(m, reason, &mut report, &mut changed);
+                let before = self.state.memory(&id).cloned().unwrap_or_else(|| m.clone());
+                archive(m, &before, reason, &mut report, &mut changed);
             }
         }
         report.active_after = active.len() as u32;
+        if dry_run {
+            let buffered = self.state.buffer_len();
+            if buffered >= (self.settings.index.seal_min as usize).max(1) {
+                report.sealed = buffered as u32;
+            }
+            return Ok(report);
+        }
 
         let mut ops: Vec<crate::store::Op> = changed.values().map(|m| self.put_memory(m)).collect();
         for m in changed.into_values() {

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::llm::Llm;
 use crate::record::Record;
 use crate::segment::Segment;
-use crate::store::{scan_all, Op, Store};
+use crate::store::{scan_all, Op, Store, StoreError};
 pub use distill::TaskEnd;
 pub use lifecycle::HistoryEntry;
 use state::State;
@@ -59,6 +59,39 @@ pub struct Bank {
     settings: Rc<Settings>,
     state: State,
     ids_made: u64,
+}
+
+/// The store key of a bank's [`Turn`].
+const TURN_KEY: &str = "turn";
+
+/// A writer's claim to commit next, taken after it lost a commit to another writer. It is
+/// written outside the bank's sequence (taking it makes no one else's commit fail) and lapses
+/// by the wall clock, so a writer that died holding it delays the others by at most
+/// [`Turn::LASTS_MS`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Turn {
+    holder: u64,
+    /// Wall-clock ms after which the turn is free.
+    until: Timestamp,
+}
+
+impl Turn {
+    const LASTS_MS: i64 = 5_000;
+
+    fn to_bytes(self) -> Vec<u8> {
+        [self.holder.to_le_bytes(), self.until.to_le_bytes()].concat()
+    }
+
+    fn from_bytes(bytes: &[u8]) -> Option<Turn> {
+        let holder = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+        let until = i64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+        Some(Turn { holder, until })
+    }
+
+    /// The same holder, lapsed: what a finished writer leaves.
+    fn released(self) -> Vec<u8> {
+        Turn { until: 0, ..self }.to_bytes()
+    }
 }
 
 impl Bank {
@@ -238,28 +271,80 @@ impl Bank {
     /// sequence number this instance last saw; when another instance (another process on the
     /// same file) committed in between, the store refuses the commit, and the operation runs
     /// again on the reloaded bank, so neither instance's acknowledged write is overwritten.
+    ///
+    /// Reloading costs more than another writer's whole commit, so a writer that lost once could
+    /// lose every time: it then takes the bank's turn (see [`Turn`]), which the others wait for.
     fn transact<T>(&mut self, mut op: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
         const TRIES: usize = 8;
-        for _ in 1..TRIES {
-            self.sync()?;
-            match op(self) {
-                Err(Error::Conflict(_)) => continue,
-                other => return other,
+        let mut turn: Option<Turn> = None;
+        let mut result = None;
+        for attempt in 1..=TRIES {
+            if let Err(e) = self.wait_for_turn(turn.as_ref()) {
+                result = Some(Err(e));
+                break;
             }
+            let outcome = self.sync().and_then(|()| op(self));
+            match outcome {
+                Err(Error::Conflict(m)) if attempt == TRIES => {
+                    result = Some(Err(Error::Stale(format!(
+                        "{m}: other writers kept committing first ({TRIES} tries)"
+                    ))));
+                }
+                Err(Error::Conflict(_)) => {
+                    if turn.is_none() {
+                        turn = Some(self.take_turn()?);
+                    }
+                    continue;
+                }
+                other => result = Some(other),
+            }
+            break;
         }
-        self.sync()?;
-        op(self).map_err(|e| match e {
-            Error::Conflict(m) => {
-                Error::Stale(format!("{m}: other writers kept committing first ({TRIES} tries)"))
+        if let Some(turn) = turn {
+            // A turn left behind only delays the others until it lapses.
+            let _ = self.store.commit(vec![Op::Put(self.key(TURN_KEY), turn.released())]);
+        }
+        result.expect("the loop ends with a result")
+    }
+
+    /// Waits while another writer holds a live turn on this bank (never longer than a turn
+    /// lasts); `ours` is the turn this writer holds, if any.
+    fn wait_for_turn(&self, ours: Option<&Turn>) -> Result<()> {
+        let started = hindsight_types::time::now();
+        loop {
+            let held = self.store.get(&self.key(TURN_KEY))?.and_then(|b| Turn::from_bytes(&b));
+            let now = hindsight_types::time::now();
+            let free = match held {
+                None => true,
+                Some(t) => ours.is_some_and(|o| o.holder == t.holder) || t.until <= now,
+            };
+            if free || now - started > Turn::LASTS_MS {
+                return Ok(());
             }
-            e => e,
-        })
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
+    fn take_turn(&mut self) -> Result<Turn> {
+        self.ids_made += 1;
+        let holder = std::hash::BuildHasher::hash_one(
+            &std::collections::hash_map::RandomState::new(),
+            (self.ids_made, hindsight_types::time::now()),
+        );
+        let turn = Turn { holder, until: hindsight_types::time::now() + Turn::LASTS_MS };
+        self.store.commit(vec![Op::Put(self.key(TURN_KEY), turn.to_bytes())])?;
+        Ok(turn)
     }
 
     /// Commits `ops` plus the bumped sequence number, if the stored sequence is still the one
     /// this instance applied; the in-memory state is only touched by the caller after this
     /// succeeds, so a failed commit changes nothing.
-    fn commit(&mut self, mut ops: Vec<Op>, now: Timestamp) -> Result<()> {
+    fn commit(&mut self, ops: Vec<Op>, now: Timestamp) -> Result<()> {
+        Ok(self.commit_to_store(ops, now)?)
+    }
+
+    /// [`Self::commit`] with the store's own error, for callers that treat some apart.
+    fn commit_to_store(&mut self, mut ops: Vec<Op>, now: Timestamp) -> std::result::Result<(), StoreError> {
         if !self.state.has_meta {
             let meta = Meta {
                 embedding_model: self.embedder.model_id().to_string(),
@@ -336,29 +421,58 @@ impl Bank {
         if hard {
             let mut ops =
                 vec![Op::Delete(self.key(&format!("m/{id}"))), Op::Delete(self.key(&format!("v/{id}")))];
-            // Nothing may keep the erased id: its sequence successors skip over it.
-            let successors: Vec<Record> = self
-                .state
-                .slots
-                .iter()
-                .flatten()
-                .filter(|m| m.follows.as_deref() == Some(id))
-                .map(|m| Record { follows: memory.follows.clone(), ..m.clone() })
-                .collect();
-            ops.extend(successors.iter().map(|m| self.put_memory(m)));
+            // Nothing may keep the erased id or its text: neighbours are relinked past it, and
+            // the task it was distilled from loses the text (in the same commit).
+            let relinked = self.relinked_without(&memory, now);
+            ops.extend(relinked.iter().map(|m| self.put_memory(m)));
+            if let Some(task) = memory.metadata.iter().find(|(k, _)| k == "task").map(|(_, v)| v.as_str()) {
+                ops.extend(self.scrub_task(task, &memory.content, now)?);
+            }
             // The keyword snapshot holds the memory's words: saved again without them, in the same
             // commit (rather than dropped, which would make the next open tokenize everything).
-            self.state.remove(id, successors, &self.settings.lexical);
+            self.state.remove(id, relinked, &self.settings.lexical);
             ops.push(self.save_lexical());
             self.commit_or_reload(ops, now)?;
         } else if memory.status != Status::Archived {
-            let mut m = memory;
-            m.status = Status::Archived;
-            m.updated_at = now;
+            let mut m = memory.clone();
+            m.archive(&memory, now);
             self.commit(vec![self.put_memory(&m)], now)?;
             self.state.update(m);
         }
         Ok(())
+    }
+
+    /// The records that name `erased` (as sequence predecessor, superseder, superseded or
+    /// conflicting memory), changed to name what it linked to instead. A memory it replaced or
+    /// absorbed is replaced by its own successor, if any; else it is current again.
+    fn relinked_without(&self, erased: &Record, now: Timestamp) -> Vec<Record> {
+        let id = erased.id.as_str();
+        let mut out = Vec::new();
+        for m in self.state.slots.iter().flatten().filter(|m| m.id != id) {
+            let mut r = m.clone();
+            if r.follows.as_deref() == Some(id) {
+                r.follows = erased.follows.clone();
+            }
+            if r.superseded_by.as_deref() == Some(id) {
+                r.superseded_by = erased.superseded_by.clone();
+                if r.superseded_by.is_none() && matches!(r.status, Status::Superseded | Status::Merged) {
+                    r.set_status(Status::Active, now);
+                }
+            }
+            if r.supersedes.iter().any(|s| s == id) {
+                r.supersedes.retain(|s| s != id);
+                for s in &erased.supersedes {
+                    if *s != r.id && !r.supersedes.contains(s) {
+                        r.supersedes.push(s.clone());
+                    }
+                }
+            }
+            r.conflicts_with.retain(|c| c != id);
+            if r != *m {
+                out.push(r);
+            }
+        }
+        out
     }
 
     pub fn restore(&mut self, id: &str, now: Timestamp) -> Result<Record> {
@@ -367,18 +481,20 @@ impl Bank {
 
     fn restore_once(&mut self, id: &str, now: Timestamp) -> Result<Record> {
         let mut m = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
-        match m.status {
-            Status::Active => return Ok(m),
-            Status::Archived => {}
-            other => {
-                return Err(Error::invalid(
-                    "id",
-                    format!("memory {id} is {other}; only archived memories can be restored"),
-                ))
-            }
+        if m.status != Status::Archived {
+            return Err(Error::invalid(
+                "id",
+                format!("memory {id} is {}; only archived memories can be restored", m.status),
+            ));
         }
-        m.status = Status::Active;
-        m.updated_at = now;
+        // Back to what it was: a superseded memory stays superseded (no longer recalled as
+        // current), and the confidence it had before it was archived returns.
+        let before = m.archived_from.take();
+        let status = before.as_ref().map_or(Status::Active, |b| b.status);
+        if let Some(b) = before {
+            b.restore_into(&mut m);
+        }
+        m.set_status(status, now);
         self.commit(vec![self.put_memory(&m)], now)?;
         self.state.update(m.clone());
         Ok(m)
@@ -445,6 +561,8 @@ fn decode_vector(bytes: &[u8]) -> Vec<f32> {
 
 #[cfg(test)]
 mod distill_tests;
+#[cfg(test)]
+mod edges_tests;
 #[cfg(test)]
 mod lifecycle_tests;
 #[cfg(test)]

@@ -11,6 +11,7 @@ use crate::prompt;
 use crate::recall::{RecallQuery, RecallResult, Recalled};
 use crate::record::Record;
 use crate::score::{self, Bounds, Evidence, Score};
+use crate::store::StoreError;
 
 impl Bank {
     pub fn recall(&mut self, q: RecallQuery) -> Result<RecallResult> {
@@ -89,7 +90,7 @@ impl Bank {
         for (slot, score) in ranked {
             let mut m = state.slots[slot as usize].clone().expect("ranked slots are live");
             m.access_count = m.access_count.saturating_add(1);
-            m.last_accessed_at = Some(now);
+            m.touch(now);
             m.decay_periods = 0;
             let conflicting = m
                 .conflicts_with
@@ -98,17 +99,23 @@ impl Bank {
                 .cloned()
                 .collect();
             let possibly_stale = now.saturating_sub(m.occurred_at) > stale_ms;
-            items.push(Recalled { memory: m, score, conflicting, possibly_stale });
+            items.push(Recalled { memory: m, score, conflicting, possibly_stale, in_prompt: false });
         }
         if !items.is_empty() {
             let ops = items.iter().map(|r| self.put_memory(&r.memory)).collect();
-            self.commit(ops, now)?;
-            for r in &items {
-                self.state.update(r.memory.clone());
+            match self.commit_to_store(ops, now) {
+                Ok(()) => {
+                    for r in &items {
+                        self.state.update(r.memory.clone());
+                    }
+                }
+                // A database this host may only read still answers; the use goes unrecorded.
+                Err(StoreError::ReadOnly(_)) => {}
+                Err(e) => return Err(e.into()),
             }
         }
         let budget = q.prompt_tokens.unwrap_or(self.settings.recall.prompt_tokens) as usize;
-        let prompt = prompt::block(&items, budget);
+        let prompt = prompt::block(&mut items, budget, self.settings.recall.prompt_min_relevance);
         Ok(RecallResult { items, prompt })
     }
 

@@ -14,7 +14,7 @@ use crate::llm::{parse_json, LlmError, LlmOperation, LlmRequest};
 use crate::record::{Record, TAG_CONSTRAINT, TAG_PREFERENCE};
 use crate::store::Op;
 use hindsight_types::time::Timestamp;
-use hindsight_types::{Memory, Status};
+use hindsight_types::{Memory, Source, Status};
 
 /// Neighbours looked at for dedup and conflict, from each of the vector and keyword rankings.
 const NEIGHBOURS: usize = 8;
@@ -25,6 +25,8 @@ struct Pending {
     vector: Option<Vec<f32>>,
     force: bool,
     parallel: bool,
+    /// Follows the item before it in the call, as the next turn of a conversation does.
+    sequence: bool,
     importance_given: bool,
     kept_because: Option<KeepReason>,
     /// Something the caller should know about how the item was handled.
@@ -44,18 +46,20 @@ enum Decision {
 
 impl Bank {
     pub fn retain(&mut self, items: Vec<Memory>, now: Timestamp) -> Result<Vec<RetainOutcome>> {
-        self.retain_with(items, now, true)
+        self.retain_with(items, now, true, Vec::new())
     }
 
     /// `ask_importance`: false for items an LLM has already judged (distilled, consolidated),
-    /// which then meet only the rules, dedup and conflict checks.
+    /// which then meet only the rules, dedup and conflict checks. `also` goes into the same
+    /// commit (a task marked distilled with its memories).
     pub(super) fn retain_with(
         &mut self,
         items: Vec<Memory>,
         now: Timestamp,
         ask_importance: bool,
+        also: Vec<Op>,
     ) -> Result<Vec<RetainOutcome>> {
-        self.transact(|bank| bank.retain_once(items.clone(), now, ask_importance))
+        self.transact(|bank| bank.retain_once(items.clone(), now, ask_importance, also.clone()))
     }
 
     fn retain_once(
@@ -63,6 +67,7 @@ impl Bank {
         items: Vec<Memory>,
         now: Timestamp,
         ask_importance: bool,
+        also: Vec<Op>,
     ) -> Result<Vec<RetainOutcome>> {
         let limits = &self.settings.limits;
         if items.is_empty() {
@@ -88,8 +93,11 @@ impl Bank {
         for p in pending.iter_mut().filter(|p| p.outcome.is_none()) {
             let vector = p.vector.take().expect("embedded");
             let decision = if p.force { Decision::Create } else { self.decide(p, &vector) };
-            // Items retained together in one scope are a sequence, e.g. turns of a conversation.
-            if let Some(prev) = last_created.as_ref().filter(|prev| prev.scope == p.memory.scope) {
+            // An item marked as a sequence's next (a conversation's turn) follows the one created
+            // before it in the call, in the same scope.
+            if let Some(prev) =
+                last_created.as_ref().filter(|prev| p.sequence && prev.scope == p.memory.scope)
+            {
                 p.memory.follows = Some(prev.id.clone());
             }
             let outcome = self.apply(decision, p, &vector, now, &mut touched);
@@ -115,6 +123,7 @@ impl Bank {
             ops.extend(self.seal_buffer(0));
             ops.push(self.save_lexical());
         }
+        ops.extend(also);
         if !ops.is_empty() {
             self.commit_or_reload(ops, now)?;
         }
@@ -128,7 +137,8 @@ impl Bank {
         for (i, mut item) in items.into_iter().enumerate() {
             let at = |e: Error| e.in_item(i);
             let vector = item.vector.take().map(|v| checked_vector(v, dim)).transpose().map_err(at)?;
-            let (force, parallel, importance_given) = (item.force, item.parallel, item.importance.is_some());
+            let (force, parallel, sequence, importance_given) =
+                (item.force, item.parallel, item.sequence, item.importance.is_some());
             let id = self.new_id(now);
             let memory =
                 crate::record::build(item, id, now, &self.settings, self.embedder.model_id()).map_err(at)?;
@@ -137,6 +147,7 @@ impl Bank {
                 vector,
                 force,
                 parallel,
+                sequence,
                 importance_given,
                 kept_because: None,
                 note: None,
@@ -171,6 +182,13 @@ impl Bank {
                         Some(RetainOutcome::filtered("filler: an acknowledgement with nothing to remember"));
                 }
                 Verdict::Keep(reason) => {
+                    // A tool's output saying "forbidden" or "must" is an error message, not the
+                    // user's constraint: only what people say gets the tags that stop ageing,
+                    // and for a tool the rules keep nothing on those grounds.
+                    let said_by_a_tool = p.memory.source == Source::ToolResult;
+                    if said_by_a_tool && matches!(reason, KeepReason::Constraint | KeepReason::Preference) {
+                        continue;
+                    }
                     let tag = match reason {
                         KeepReason::Constraint => Some(TAG_CONSTRAINT),
                         KeepReason::Preference => Some(TAG_PREFERENCE),
@@ -460,7 +478,7 @@ impl Bank {
 /// A confirmation: used now, a little more certain, its decay and half-life reset and lengthened.
 pub(super) fn reinforce(m: &mut Record, now: Timestamp, step: f32, cap: f32) {
     m.access_count = m.access_count.saturating_add(1);
-    m.last_accessed_at = Some(now);
+    m.touch(now);
     m.reinforcements = m.reinforcements.saturating_add(1);
     m.decay_periods = 0;
     if m.confidence < cap {

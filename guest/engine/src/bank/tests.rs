@@ -287,9 +287,9 @@ fn a_reply_is_found_by_the_words_of_the_turn_before_it() {
     let ids: Vec<String> = bank
         .retain(
             vec![
-                Memory::new("Mel: did you finish the pottery class?"),
-                Memory::new("Caroline: yes, last week, it was great"),
-                Memory::new("Mel: what about the garden?"),
+                Memory::new("Mel: did you finish the pottery class?").sequence(),
+                Memory::new("Caroline: yes, last week, it was great").sequence(),
+                Memory::new("Mel: what about the garden?").sequence(),
             ],
             NOW,
         )
@@ -305,6 +305,29 @@ fn a_reply_is_found_by_the_words_of_the_turn_before_it() {
     bank.forget(&ids[0], true, NOW).unwrap();
     let hits = bank.recall(RecallQuery { k: Some(3), ..query("pottery") }).unwrap();
     assert!(hits.items.iter().all(|r| r.score.lexical == 0.0), "{:?}", texts(&hits));
+}
+
+#[test]
+fn items_of_one_call_are_a_sequence_only_when_marked() {
+    // Finding 18: unrelated lines of one import took on each other's keywords.
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    let ids: Vec<String> = bank
+        .retain(
+            vec![
+                Memory::new("redis keeps sessions for 30 minutes"),
+                Memory::new("nginx client_max_body_size is 20m"),
+            ],
+            NOW,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id.unwrap())
+        .collect();
+    assert_eq!(open(&store).get(&ids[1]).unwrap().follows, None);
+    let hits = bank.recall(RecallQuery { k: Some(2), ..query("redis") }).unwrap();
+    let nginx = hits.items.iter().find(|r| r.memory.id == ids[1]);
+    assert!(nginx.is_none_or(|r| r.score.lexical == 0.0), "{:?}", texts(&hits));
 }
 
 #[test]
@@ -348,6 +371,18 @@ impl Store for CommitsFirst {
     }
 }
 
+/// A bank over `store` that lets whatever is `armed` commit just before its next commit.
+fn behind(store: &Arc<MemoryStore>, armed: &Armed) -> Bank {
+    Bank::open(
+        "test",
+        Box::new(CommitsFirst { inner: store.clone(), other: armed.clone() }),
+        Rc::new(HashEmbedder { dimension: 64 }),
+        Rc::new(NoLlm),
+        Rc::new(Settings::default()),
+    )
+    .unwrap()
+}
+
 #[test]
 fn a_stale_instance_never_overwrites_another_instances_commit() {
     let store = Arc::new(MemoryStore::new());
@@ -359,14 +394,7 @@ fn a_stale_instance_never_overwrites_another_instances_commit() {
     // same fact again, which on its stale view would reinforce the memory and write it back
     // as active.
     let armed: Armed = Arc::default();
-    let mut b = Bank::open(
-        "test",
-        Box::new(CommitsFirst { inner: store.clone(), other: armed.clone() }),
-        Rc::new(HashEmbedder { dimension: 64 }),
-        Rc::new(NoLlm),
-        Rc::new(Settings::default()),
-    )
-    .unwrap();
+    let mut b = behind(&store, &armed);
     let (a_id, a_store) = (id.clone(), store.clone());
     let arm = move || {
         let mut a = open(&a_store);
@@ -381,6 +409,33 @@ fn a_stale_instance_never_overwrites_another_instances_commit() {
     assert_eq!(b.stats().unwrap().sequence, 3, "one commit each, none lost: {outcome:?}");
     a.sync().unwrap();
     assert_eq!(a.stats().unwrap().total, 2);
+}
+
+#[test]
+fn a_writer_that_lost_a_commit_takes_the_turn_and_releases_it() {
+    let store = Arc::new(MemoryStore::new());
+    let mut a = open(&store);
+    a.retain(vec![Memory::new("the nightly export runs at 2am")], NOW).unwrap();
+    let armed: Armed = Arc::default();
+    let mut b = behind(&store, &armed);
+    let a_store = store.clone();
+    *armed.lock().unwrap() = Some(Box::new(move || {
+        open(&a_store).retain(vec![Memory::new("reports go out on Mondays")], NOW + 1).unwrap();
+    }));
+    b.retain(vec![Memory::new("the staging cluster runs Kubernetes 1.30")], NOW + 2).unwrap();
+    let turn = Turn::from_bytes(&store.get("b/test/turn").unwrap().expect("B took the turn")).unwrap();
+    assert_eq!(turn.until, 0, "and released it once its commit landed");
+    assert_eq!(open(&store).stats().unwrap().total, 3);
+}
+
+#[test]
+fn a_writer_waits_for_another_writers_live_turn() {
+    let store = Arc::new(MemoryStore::new());
+    let until = hindsight_types::time::now() + 150;
+    store.commit(vec![Op::Put("b/test/turn".into(), Turn { holder: 7, until }.to_bytes())]).unwrap();
+    let mut bank = open(&store);
+    bank.retain(vec![Memory::new("the billing API allows 100 requests a minute")], NOW).unwrap();
+    assert!(hindsight_types::time::now() >= until, "the retain committed inside another writer's turn");
 }
 
 /// A bank as hindsight 0.1 left it: `meta` without a format version, index segments in JSON.

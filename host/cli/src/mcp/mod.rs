@@ -12,9 +12,7 @@ use hindsight::{
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::transport::streamable_http_server::{
-    session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
-};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
@@ -22,6 +20,10 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{CliError, CliResult};
+
+mod frame;
+mod http;
+mod stdio;
 
 const INSTRUCTIONS: &str = "Long-term memory across tasks. Before a task, call memory_search with \
 what you are about to do and put the returned `prompt` block in your context. While or after \
@@ -146,7 +148,7 @@ pub struct WriteArgs {
 pub struct SearchArgs {
     /// What you are about to do or want to know, in plain words.
     pub query: String,
-    /// How many memories to return (default 5).
+    /// How many memories to return (default: the server's recall.default_k, 5).
     pub k: Option<u32>,
     /// Only these kinds.
     #[serde(default)]
@@ -164,6 +166,18 @@ pub struct SearchArgs {
     pub scope_id: Option<String>,
     /// Also return memories that newer ones replaced.
     pub include_superseded: Option<bool>,
+    /// "Now" for recency (ISO 8601), when replaying something that happened at another time;
+    /// default: the wall clock.
+    pub now: Option<String>,
+    /// The memory bank (tenant); default: the server's --bank.
+    pub bank: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskDeleteArgs {
+    /// The task's id: its record (steps, facts, notes) is erased for good.
+    pub task_id: String,
     /// The memory bank (tenant); default: the server's --bank.
     pub bank: Option<String>,
 }
@@ -263,6 +277,21 @@ macro_rules! parsed {
     };
 }
 
+/// What `memory_summarize` answers: what became of the task's lessons, and the task in brief —
+/// never its whole step log, which can be large and was the caller's to begin with.
+fn summary(end: hindsight::TaskEnd) -> Value {
+    let t = &end.task;
+    json!({
+        "method": end.method,
+        "reason": end.reason,
+        "items": end.items,
+        "task": {
+            "id": t.id, "goal": t.goal, "outcome": t.outcome, "version": t.version,
+            "steps": t.steps.len(), "tool_calls": t.tool_calls.len(), "facts": t.confirmed_facts.len(),
+        },
+    })
+}
+
 /// An engine error as the calling model should read it: for one item, the field without the
 /// batch's item index.
 fn engine_error(e: hindsight::Error) -> String {
@@ -340,6 +369,10 @@ impl MemoryServer {
             Ok(scope) => scope,
             Err(e) => return tool_error(format!("invalid input: {e}")),
         };
+        query.now = match a.now.as_deref().map(|t| hindsight::time::parse_iso("now", t)).transpose() {
+            Ok(now) => now,
+            Err(e) => return tool_error(format!("invalid input: {e}")),
+        };
         self.on_bank(a.bank, move |b| b.recall(query)).await
     }
 
@@ -360,7 +393,9 @@ impl MemoryServer {
             (Some(_), true) => tool_error(
                 "task_id: give either task_id (to end that task) or goal and steps (a trajectory), not both",
             ),
-            (Some(id), false) => self.on_bank(a.bank, move |b| b.resume_task(&id)?.end(end)).await,
+            (Some(id), false) => {
+                self.on_bank(a.bank, move |b| Ok(summary(b.resume_task(&id)?.end(end)?))).await
+            }
             (None, _) => {
                 let Some(goal) = a.goal else {
                     return tool_error("goal: missing (or give task_id to end a task that was begun)");
@@ -382,13 +417,16 @@ impl MemoryServer {
                 new.task_type = a.task_type;
                 self.on_bank(a.bank, move |b| {
                     let task = b.begin_task(new)?;
-                    for step in steps {
-                        task.step(step)?;
+                    let filled = steps
+                        .into_iter()
+                        .try_for_each(|step| task.step(step).map(drop))
+                        .and_then(|()| facts.into_iter().try_for_each(|fact| task.fact(fact).map(drop)));
+                    if let Err(e) = filled {
+                        // A trajectory is kept whole or not at all: no half-filled open task.
+                        let _ = b.delete_task(task.id());
+                        return Err(e);
                     }
-                    for fact in facts {
-                        task.fact(fact)?;
-                    }
-                    task.end(end)
+                    Ok(summary(task.end(end)?))
                 })
                 .await
             }
@@ -425,6 +463,18 @@ impl MemoryServer {
     }
 
     #[tool(
+        description = "Erase a task's working memory (its steps, facts and notes) for good, e.g. when it holds a secret. Memories distilled from it stay (forget those with memory_forget)."
+    )]
+    async fn memory_task_delete(&self, Parameters(args): Parameters<Args<TaskDeleteArgs>>) -> CallToolResult {
+        let a = parsed!(args);
+        self.on_bank(a.bank, move |b| {
+            b.delete_task(&a.task_id)?;
+            Ok(json!({"task_id": a.task_id, "deleted": "hard"}))
+        })
+        .await
+    }
+
+    #[tool(
         description = "The history of a memory: the memories it replaced or absorbed and what replaced it, with times (event created, superseded, merged or archived)."
     )]
     async fn memory_history(&self, Parameters(args): Parameters<Args<HistoryArgs>>) -> CallToolResult {
@@ -458,32 +508,43 @@ pub fn parse_addr(text: &str) -> CliResult<SocketAddr> {
     addrs.next().ok_or_else(|| CliError::field("http", format!("{text:?} resolves to no address")))
 }
 
-/// Serves MCP on stdin/stdout until the client closes them.
+/// Serves MCP on stdin/stdout until the client closes them; then checkpoints the store.
 pub fn serve_stdio(hs: Hindsight, default_bank: String) -> CliResult<()> {
-    let server = MemoryServer::new(hs, default_bank);
-    runtime()?.block_on(async move {
+    let server = MemoryServer::new(hs.clone(), default_bank);
+    let served = runtime()?.block_on(async move {
+        let (transport, writer) = stdio::filtered();
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve(transport)
             .await
             .map_err(|e| CliError::new("config", format!("starting the MCP server: {e}")))?;
         running
             .waiting()
             .await
             .map_err(|e| CliError::new("config", format!("the MCP server stopped: {e}")))?;
+        let _ = writer.await;
         Ok(())
-    })
+    });
+    hs.close()?;
+    served
 }
 
-/// Serves MCP over streamable HTTP at `/mcp` (and `GET /health`) until Ctrl-C or SIGTERM.
+/// Serves MCP over streamable HTTP at `/mcp` (and `GET /health`) until Ctrl-C or SIGTERM; then
+/// checkpoints the store.
 pub fn serve_http(hs: Hindsight, default_bank: String, addr: SocketAddr) -> CliResult<()> {
-    let server = MemoryServer::new(hs, default_bank);
-    runtime()?.block_on(async move {
-        let config = StreamableHttpServerConfig::default();
+    let server = MemoryServer::new(hs.clone(), default_bank);
+    let served = runtime()?.block_on(async move {
+        let mut config = StreamableHttpServerConfig::default();
+        // Browsers send `Origin`: only pages served from this machine may talk to the server.
+        config.allowed_origins =
+            ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"].map(String::from).to_vec();
+        let config = config.enforce_origin_validation();
         let stop = config.cancellation_token.clone();
-        let service: StreamableHttpService<MemoryServer, LocalSessionManager> =
-            StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
+        let sessions = std::sync::Arc::new(http::CappedSessions::new(http::MAX_SESSIONS));
+        let service: StreamableHttpService<MemoryServer, http::CappedSessions> =
+            StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
         let router = axum::Router::new()
             .nest_service("/mcp", service)
+            .layer(axum::middleware::from_fn_with_state(sessions, http::reject_malformed))
             .route("/health", axum::routing::get(|| async { "ok" }));
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -497,7 +558,9 @@ pub fn serve_http(hs: Hindsight, default_bank: String, addr: SocketAddr) -> CliR
             })
             .await
             .map_err(|e| CliError::new("config", format!("serving HTTP: {e}")))
-    })
+    });
+    hs.close()?;
+    served
 }
 
 async fn shutdown_signal() {
