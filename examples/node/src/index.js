@@ -249,6 +249,11 @@ export class Bank {
     return this.#call((b) => b.restore(id, ts(now)));
   }
 
+  /** Undoes a wrong supersede: active again, kept beside the memory that replaced it. */
+  unsupersede(id, { now } = {}) {
+    return this.#call((b) => b.unsupersede(id, ts(now)));
+  }
+
   stats() {
     return this.#call((b) => b.stats());
   }

@@ -306,6 +306,10 @@ class Bank:
     def restore(self, memory_id: str, now: Optional[int] = None) -> Obj:
         return self._call("restore", memory_id, now)
 
+    def unsupersede(self, memory_id: str, now: Optional[int] = None) -> Obj:
+        """Undoes a wrong supersede: active again, kept beside the memory that replaced it."""
+        return self._call("unsupersede", memory_id, now)
+
     def stats(self) -> Obj:
         return self._call("stats")
 

@@ -6,13 +6,13 @@
 //! `filter`, `conflict`, `score`, `recall`, `prompt` → `bank` → `engine` → `wit_glue`.
 
 pub mod bank;
-pub mod conflict;
 pub mod embed;
 pub mod engine;
 pub mod error;
 pub mod filter;
 pub mod fingerprint;
 pub mod index;
+pub mod judge;
 pub mod lexical;
 pub mod llm;
 pub mod prompt;

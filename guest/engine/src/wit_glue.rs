@@ -182,6 +182,10 @@ impl wit::GuestBank for BankResource {
         Ok(memory_out(self.0.borrow_mut().restore(&id, now_or_clock(now))?))
     }
 
+    fn unsupersede(&self, id: String, now: Option<i64>) -> Result<t::Memory, t::Error> {
+        Ok(memory_out(self.0.borrow_mut().unsupersede(&id, now_or_clock(now))?))
+    }
+
     fn stats(&self) -> Result<t::Stats, t::Error> {
         let s = self.0.borrow_mut().stats()?;
         Ok(t::Stats {
@@ -470,7 +474,7 @@ enum_map!(
     operation_out,
     wit_llm::Operation,
     core::LlmOperation,
-    [Extract, Importance, Consolidate, Conflict]
+    [Extract, Importance, Consolidate, Judge]
 );
 
 fn scope_in(s: t::Scope) -> core::Scope {

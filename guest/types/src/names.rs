@@ -217,8 +217,9 @@ named!(
         Importance = "importance",
         /// Inducing facts from recent episodes.
         Consolidate = "consolidate",
-        /// Whether two statements that look contradictory both hold.
-        Conflict = "conflict",
+        /// Judging new memories against the nearest ones the bank holds: update, duplicate,
+        /// compatible, or a conflict where both hold.
+        Judge = "judge",
     }
 );
 

@@ -247,17 +247,15 @@ pub struct WriteSettings {
     pub filter: bool,
     /// When the host has an LLM, items no rule keeps are scored 1–10 and kept at this or above.
     pub importance_threshold: u8,
-    /// Above this cosine to an active memory, a new item is a duplicate: the old one is
-    /// reinforced instead.
+    /// A duplicate above this cosine reinforces the memory it repeats; below it (with the same
+    /// kind) the two are merged, the new wording kept in history.
     pub dedup_cosine: f32,
-    /// Above this (and up to `dedup_cosine`), with the same kind, the two are merged.
-    pub merge_cosine: f32,
-    /// Close enough to conflict: cosine above this, or (for short statements the embedding
-    /// cannot tell apart) the same words once values and change words are set aside, with at
-    /// least `conflict_frame_overlap` Jaccard overlap.
-    pub conflict_cosine: f32,
-    /// See `conflict_cosine`.
-    pub conflict_frame_overlap: f32,
+    /// A new item is judged against at most this many of its nearest active memories in the
+    /// same scope (by the rules, or in one `judge` LLM call per retain).
+    pub judge_candidates: u32,
+    /// A memory is a candidate when its cosine to the new item is at least this, or it shares
+    /// words with it.
+    pub judge_min_cosine: f32,
     /// A superseded memory's confidence is multiplied by this.
     pub supersede_confidence_factor: f32,
     /// Confidence a reinforced memory gains, up to `confidence_cap`.
@@ -272,9 +270,8 @@ impl Default for WriteSettings {
             filter: true,
             importance_threshold: 6,
             dedup_cosine: 0.95,
-            merge_cosine: 0.85,
-            conflict_cosine: 0.85,
-            conflict_frame_overlap: 0.6,
+            judge_candidates: 5,
+            judge_min_cosine: 0.2,
             supersede_confidence_factor: 0.5,
             reinforce_confidence_step: 0.05,
             confidence_cap: 0.95,
@@ -552,9 +549,7 @@ impl Settings {
             ("recall.source_weight_imported", r.source_weight_imported),
             ("recall.reinforcement_half_life_step", r.reinforcement_half_life_step),
             ("write.dedup_cosine", wr.dedup_cosine),
-            ("write.merge_cosine", wr.merge_cosine),
-            ("write.conflict_cosine", wr.conflict_cosine),
-            ("write.conflict_frame_overlap", wr.conflict_frame_overlap),
+            ("write.judge_min_cosine", wr.judge_min_cosine),
             ("write.supersede_confidence_factor", wr.supersede_confidence_factor),
             ("write.reinforce_confidence_step", wr.reinforce_confidence_step),
             ("write.confidence_cap", wr.confidence_cap),
@@ -594,8 +589,11 @@ impl Settings {
         if d.task_types.is_empty() {
             return Err(FieldError::new("settings.distill.task_types", "must list at least one task type"));
         }
-        if wr.merge_cosine > wr.dedup_cosine {
-            return Err(FieldError::new("settings.write.merge_cosine", "must not exceed write.dedup_cosine"));
+        if !(1..=20).contains(&wr.judge_candidates) {
+            return Err(FieldError::new(
+                "settings.write.judge_candidates",
+                format!("must be from 1 to 20, got {}", wr.judge_candidates),
+            ));
         }
         if !(1..=10).contains(&wr.importance_threshold) {
             return Err(FieldError::new("settings.write.importance_threshold", "must be from 1 to 10"));

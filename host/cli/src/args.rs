@@ -125,6 +125,11 @@ pub enum Command {
         /// The memory's id.
         id: String,
     },
+    /// Undo a wrong supersede: the memory is active again, kept beside the one that replaced it.
+    Unsupersede {
+        /// The superseded memory's id.
+        id: String,
+    },
     /// Counts of the bank's memories, its stored format and LLM usage.
     Stats,
     /// The banks in the database.
@@ -437,12 +442,16 @@ pub struct BenchArgs {
 
 #[derive(Args)]
 pub struct EvalArgs {
+    /// Write decisions on labelled pairs, one JSON object a line (id, lang, old, new, kind,
+    /// label: supersede, duplicate or keep_both): precision and recall of each decision.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["turns", "questions"])]
+    pub pairs: Option<PathBuf>,
     /// Turns, one JSON object a line (conv_id, dia_id, session_date, speaker, text, blip_caption).
-    #[arg(long, value_name = "FILE")]
-    pub turns: PathBuf,
+    #[arg(long, value_name = "FILE", requires = "questions", required_unless_present = "pairs")]
+    pub turns: Option<PathBuf>,
     /// Questions, one JSON object a line (conv_id, question, category, evidence).
-    #[arg(long, value_name = "FILE")]
-    pub questions: PathBuf,
+    #[arg(long, value_name = "FILE", requires = "turns")]
+    pub questions: Option<PathBuf>,
     /// Comma-separated cut-offs.
     #[arg(long, default_value = "5,10,25,50", value_name = "K,K")]
     pub k: String,

@@ -26,6 +26,11 @@ impl CliError {
         CliError { field: Some(field.to_string()), ..CliError::new("invalid-input", message) }
     }
 
+    /// The error is about this line (1-based) of an input file.
+    pub fn at_line(self, line: usize) -> CliError {
+        CliError { line: Some(line), ..self }
+    }
+
     /// For a call with one item: the field, without the batch's item index.
     pub fn single_item(e: hindsight::Error) -> CliError {
         CliError { item: None, ..CliError::from(e) }

@@ -173,7 +173,10 @@ pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &
         None => hindsight::COMPONENT_SHA256.to_string(),
     };
     let banks = BankSource { builder, settings, component, cache_dir };
-    let report = evaluate(&args.turns, &args.questions, &ks, banks, |done, total| {
+    let (Some(turns), Some(questions)) = (&args.turns, &args.questions) else {
+        return Err(CliError::field("turns", "give --turns and --questions (or --pairs)"));
+    };
+    let report = evaluate(turns, questions, &ks, banks, |done, total| {
         if let Some(bar) = &bar {
             bar.set_length(total);
             bar.set_position(done);

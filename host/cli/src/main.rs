@@ -18,6 +18,7 @@ mod bench;
 mod demo;
 mod error;
 mod eval;
+mod eval_pairs;
 mod mcp;
 mod model;
 mod render;
@@ -150,7 +151,10 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Demo => demo::run(builder(&g, Some(1))?)?,
         Command::Retain(args) => return retain(&g, *args),
         Command::Bench(args) => bench::run(&g, builder(&g, Some(1))?, &settings(&g)?, &args)?,
-        Command::Eval(args) => eval::run(&g, builder(&g, Some(1))?, &settings(&g)?, &args)?,
+        Command::Eval(args) => match &args.pairs {
+            Some(pairs) => eval_pairs::run(&g, builder(&g, Some(1))?, pairs)?,
+            None => eval::run(&g, builder(&g, Some(1))?, &settings(&g)?, &args)?,
+        },
         Command::Mcp(pool) => {
             let hs = builder(&g, pool.workers)?.sqlite(&g.db).open()?;
             mcp::serve_stdio(hs, g.bank.clone())?;
@@ -180,6 +184,12 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Restore { id } => {
             let m = bank(&g, true)?.restore(&id)?;
             print(&g, &m, || format!("{} restored", m.id));
+        }
+        Command::Unsupersede { id } => {
+            let m = bank(&g, true)?.unsupersede(&id)?;
+            print(&g, &m, || {
+                format!("{} is active again, kept beside {}", m.id, m.conflicts_with.join(", "))
+            });
         }
         Command::Stats => {
             let hs = open(&g, true)?;

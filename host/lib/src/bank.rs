@@ -98,6 +98,13 @@ impl Bank {
         Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_restore(s, h, &id, now)))?.into())
     }
 
+    /// Undoes a wrong supersede: the memory is active again, and it and the memory that replaced
+    /// it are kept side by side as both holding (so the same pair is not superseded again).
+    pub fn unsupersede(&self, id: &str) -> Result<MemoryRecord> {
+        let (id, now) = (id.to_string(), self.now);
+        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_unsupersede(s, h, &id, now)))?.into())
+    }
+
     /// Counts of the bank's memories.
     pub fn stats(&self) -> Result<Stats> {
         Ok(self.call(|w, bank| w.with_bank(bank, |b, s, h| b.call_stats(s, h)))?.into())

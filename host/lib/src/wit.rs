@@ -40,7 +40,7 @@ enums! {
     types::StepKind => api::StepKind { Thought, ToolCall, ToolResult, UserMessage, Answer }
     types::TaskOutcome => api::Outcome { Success, Failure, Interrupted }
     types::DistillMethod => api::DistillMethod { Llm, Rules, Skipped }
-    llm::Operation => api::LlmOperation { Extract, Importance, Consolidate, Conflict }
+    llm::Operation => api::LlmOperation { Extract, Importance, Consolidate, Judge }
 }
 
 impl From<types::Scope> for api::Scope {

@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
 use super::retain::reinforce;
 use super::Bank;
-use crate::conflict::Statement;
 use crate::error::{Error, Result};
 use crate::index::near_duplicate_pairs;
 use hindsight_types::time::{Timestamp, DAY_MS};
@@ -292,8 +291,8 @@ impl Bank {
             if ma.kind != mb.kind || ma.scope != mb.scope || ma.conflicts_with.contains(&b) {
                 continue;
             }
-            let (sa, sb) = (Statement::of(&ma.content), Statement::of(&mb.content));
-            if sa.contradicts(&sb, true, true).is_some() || sb.contradicts(&sa, true, true).is_some() {
+            // Close wording with another value ("port 5433" / "port 5432") is not a duplicate.
+            if Self::judge_by_rules(ma, mb, cosine, false).relation != super::judging::Relation::Duplicate {
                 continue;
             }
             let a_survives = (ma.confidence, -ma.created_at, std::cmp::Reverse(&ma.id))

@@ -6,6 +6,7 @@
 //! and are rebuilt (or restored) from these on open.
 
 mod distill;
+mod judging;
 mod lifecycle;
 mod recall;
 mod retain;
@@ -479,6 +480,51 @@ impl Bank {
         self.transact(|bank| bank.restore_once(id, now))
     }
 
+    /// Undoes a wrong supersede: the memory is active again, with the confidence it had, and
+    /// it and the memory that replaced it are marked as both holding (conflicting, kept side
+    /// by side), so the same pair is not superseded again.
+    pub fn unsupersede(&mut self, id: &str, now: Timestamp) -> Result<Record> {
+        self.transact(|bank| bank.unsupersede_once(id, now))
+    }
+
+    fn unsupersede_once(&mut self, id: &str, now: Timestamp) -> Result<Record> {
+        let mut m = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
+        if m.status != Status::Superseded {
+            return Err(Error::invalid(
+                "id",
+                format!("memory {id} is {}; only a superseded memory can be unsuperseded", m.status),
+            ));
+        }
+        let w = &self.settings.write;
+        if w.supersede_confidence_factor > 0.0 {
+            m.confidence = (m.confidence / w.supersede_confidence_factor).min(1.0);
+        }
+        m.set_status(Status::Active, now);
+        let mut ops = Vec::new();
+        let mut changed = Vec::new();
+        if let Some(newer_id) = m.superseded_by.take() {
+            if let Some(mut newer) = self.state.memory(&newer_id).cloned() {
+                newer.supersedes.retain(|s| s != id);
+                if !newer.conflicts_with.iter().any(|c| c == id) {
+                    newer.conflicts_with.push(id.to_string());
+                }
+                newer.updated_at = now;
+                if !m.conflicts_with.contains(&newer_id) {
+                    m.conflicts_with.push(newer_id.clone());
+                }
+                ops.push(self.put_memory(&newer));
+                changed.push(newer);
+            }
+        }
+        ops.push(self.put_memory(&m));
+        self.commit(ops, now)?;
+        changed.push(m.clone());
+        for r in changed {
+            self.state.update(r);
+        }
+        Ok(m)
+    }
+
     fn restore_once(&mut self, id: &str, now: Timestamp) -> Result<Record> {
         let mut m = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         if m.status != Status::Archived {
@@ -563,6 +609,8 @@ fn decode_vector(bytes: &[u8]) -> Vec<f32> {
 mod distill_tests;
 #[cfg(test)]
 mod edges_tests;
+#[cfg(test)]
+mod judging_tests;
 #[cfg(test)]
 mod lifecycle_tests;
 #[cfg(test)]

@@ -5,19 +5,15 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 
+use super::judging::{Candidate, LlmVerdicts, Relation};
 use super::{checked_vector, Bank, RetainAction, RetainOutcome};
-use crate::conflict::{Difference, Statement};
 use crate::error::{Error, Result};
 use crate::filter::{self, KeepReason, Verdict};
-use crate::index::dot;
 use crate::llm::{parse_json, LlmError, LlmOperation, LlmRequest};
 use crate::record::{Record, TAG_CONSTRAINT, TAG_PREFERENCE};
 use crate::store::Op;
 use hindsight_types::time::Timestamp;
 use hindsight_types::{Memory, Source, Status};
-
-/// Neighbours looked at for dedup and conflict, from each of the vector and keyword rankings.
-const NEIGHBOURS: usize = 8;
 
 /// One item on its way through the write path.
 struct Pending {
@@ -35,13 +31,13 @@ struct Pending {
     outcome: Option<RetainOutcome>,
 }
 
-/// What the write path decided for one item, before it is applied.
+/// What the write path decided for one item, before it is applied; each with why.
 enum Decision {
     Create,
-    Reinforce { existing: String, cosine: f32 },
-    Merge { survivor: String, cosine: f32 },
-    Supersede { old: Vec<(String, Difference)> },
-    Parallel { others: Vec<String> },
+    Reinforce { existing: String, why: String },
+    Merge { survivor: String, why: String },
+    Supersede { old: Vec<(String, String)> },
+    Parallel { others: Vec<String>, why: String },
 }
 
 impl Bank {
@@ -86,13 +82,25 @@ impl Bank {
             self.score_importance(&mut pending);
         }
         self.embed_pending(&mut pending)?;
+        // The LLM judges every item that has candidates in one call, before any is placed.
+        let verdicts = {
+            let items: Vec<(usize, &Record, Vec<Candidate>)> = pending
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.outcome.is_none() && !p.force)
+                .map(|(i, p)| {
+                    (i, &p.memory, self.candidates(&p.memory, p.vector.as_deref().expect("embedded")))
+                })
+                .collect();
+            self.judge_by_llm(&items)
+        };
 
         let mut touched: BTreeMap<String, Record> = BTreeMap::new();
         let mut new_vectors: Vec<(String, Vec<f32>)> = Vec::new();
         let mut last_created: Option<Record> = None;
-        for p in pending.iter_mut().filter(|p| p.outcome.is_none()) {
+        for (index, p) in pending.iter_mut().enumerate().filter(|(_, p)| p.outcome.is_none()) {
             let vector = p.vector.take().expect("embedded");
-            let decision = if p.force { Decision::Create } else { self.decide(p, &vector) };
+            let decision = if p.force { Decision::Create } else { self.decide(p, index, &vector, &verdicts) };
             // An item marked as a sequence's next (a conversation's turn) follows the one created
             // before it in the call, in the same scope.
             if let Some(prev) =
@@ -286,82 +294,57 @@ impl Bank {
         Ok(())
     }
 
-    /// Against the active memories of the item's scope: a contradiction supersedes (or, when
-    /// both hold, stands beside); a near-identical one is reinforced; a close one of the same
-    /// kind absorbs the item; otherwise the item is new.
-    fn decide(&self, p: &Pending, vector: &[f32]) -> Decision {
-        let state = &self.state;
+    /// Against the item's candidates: an update supersedes what it replaces (or, marked
+    /// `parallel`, stands beside it); a conflict where both hold stands beside; a duplicate
+    /// reinforces (or, less close, is merged into) what it repeats; otherwise the item is new.
+    fn decide(&self, p: &mut Pending, index: usize, vector: &[f32], llm: &LlmVerdicts) -> Decision {
         let w = &self.settings.write;
-        let m = &p.memory;
-        let same_scope = |slot: u32| {
-            state.slots[slot as usize].as_ref().is_some_and(|o| o.is_active() && o.scope == m.scope)
-        };
-        let nearest = state.search_vectors(vector, NEIGHBOURS, same_scope);
-        let mut candidates: Vec<(u32, f32)> = nearest.clone();
-        for (slot, _) in state.lexical.search(&m.content, &self.settings.lexical, NEIGHBOURS, same_scope) {
-            if !candidates.iter().any(|(s, _)| *s == slot) {
-                let cosine = state.vector(slot).map_or(0.0, |v| dot(vector, v));
-                candidates.push((slot, cosine));
+        let mut updates: Vec<(String, String)> = Vec::new();
+        let mut duplicates: Vec<(String, f32, String)> = Vec::new();
+        let mut both: Vec<(String, String)> = Vec::new();
+        let candidates = self.candidates(&p.memory, vector);
+        if let (Some(fallback), false) = (&llm.fallback, candidates.is_empty()) {
+            p.note = Some(format!("judged by the rules: {fallback}"));
+        }
+        for c in candidates {
+            let old = self.state.memory(&c.id).expect("candidates are live");
+            let (judged, by) = match llm.get(index, &c.id) {
+                Some(j) => (j.clone(), "the LLM"),
+                None => (Self::judge_by_rules(old, &p.memory, c.cosine, p.sequence), "the rules"),
+            };
+            let why = format!("{}, by {by}", judged.why);
+            match judged.relation {
+                Relation::Update => updates.push((c.id, why)),
+                Relation::Duplicate => duplicates.push((c.id, c.cosine, why)),
+                Relation::BothHold => both.push((c.id, why)),
+                Relation::Compatible => {}
             }
         }
-        let statement = Statement::of(&m.content);
-        let mut conflicts: Vec<(String, Difference)> = Vec::new();
-        for &(slot, cosine) in &candidates {
-            let old = state.slots[slot as usize].as_ref().expect("candidates are live");
-            if old.kind != m.kind {
-                continue;
-            }
-            let old_statement = Statement::of(&old.content);
-            let same_frame = statement.frame_overlap(&old_statement) >= w.conflict_frame_overlap;
-            if let Some(d) = statement.contradicts(&old_statement, cosine > w.conflict_cosine, same_frame) {
-                conflicts.push((old.id.clone(), d));
-            }
+        // An old memory said to hold beside the one this item repeats is not updated by it.
+        if let Some((repeated, ..)) = duplicates.first() {
+            updates.retain(|(old, _)| !self.holds_beside(old, repeated));
         }
-        if !conflicts.is_empty() {
-            if p.parallel || self.llm_says_both_hold(m, &conflicts) {
-                return Decision::Parallel { others: conflicts.into_iter().map(|(id, _)| id).collect() };
+        if !updates.is_empty() {
+            if p.parallel {
+                let why = "marked parallel: both hold".to_string();
+                return Decision::Parallel { others: updates.into_iter().map(|(id, _)| id).collect(), why };
             }
-            return Decision::Supersede { old: conflicts };
+            return Decision::Supersede { old: updates };
         }
-        if let Some(&(slot, cosine)) = nearest.first() {
-            let old = state.slots[slot as usize].as_ref().expect("candidates are live");
-            if cosine > w.dedup_cosine {
-                return Decision::Reinforce { existing: old.id.clone(), cosine };
-            }
-            if cosine > w.merge_cosine && old.kind == m.kind {
-                return Decision::Merge { survivor: old.id.clone(), cosine };
-            }
+        if !both.is_empty() {
+            let why = both.iter().map(|(_, why)| why.as_str()).collect::<Vec<_>>().join("; ");
+            return Decision::Parallel { others: both.into_iter().map(|(id, _)| id).collect(), why };
+        }
+        if let Some((id, cosine, why)) = duplicates.into_iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+            let same_kind = self.state.memory(&id).is_some_and(|o| o.kind == p.memory.kind);
+            let why = format!("{why}, cosine {cosine:.3}");
+            return if cosine > w.dedup_cosine || !same_kind {
+                Decision::Reinforce { existing: id, why }
+            } else {
+                Decision::Merge { survivor: id, why }
+            };
         }
         Decision::Create
-    }
-
-    /// Asks the LLM, when there is one, whether the new memory and the ones it contradicts can
-    /// all hold (under different conditions). No LLM or no clear answer: the rules' verdict
-    /// (the new one replaces the old) stands.
-    fn llm_says_both_hold(&self, new: &Record, conflicts: &[(String, Difference)]) -> bool {
-        let olds: Vec<&str> = conflicts
-            .iter()
-            .filter_map(|(id, _)| self.state.memory(id).map(|m| m.content.as_str()))
-            .collect();
-        let request = LlmRequest {
-            operation: LlmOperation::Conflict,
-            system: "You keep an agent's memory consistent. Answer with JSON only.".into(),
-            prompt: format!(
-                "Earlier memories:\n- {}\n\nNew memory:\n- {}\n\nDoes the new memory replace the earlier \
-                 ones (they are no longer true), or are both valid under different conditions?",
-                olds.join("\n- "),
-                new.content
-            ),
-            json_schema: Some(CONFLICT_SCHEMA.into()),
-            max_tokens: 64,
-            temperature: 0.0,
-        };
-        match self.llm.complete(&request) {
-            Ok(response) => {
-                parse_json::<ConflictAnswer>(&response.text).is_ok_and(|a| a.verdict == "both-valid")
-            }
-            Err(_) => false,
-        }
     }
 
     /// Carries out a decision on the in-memory state and records every changed record in
@@ -384,7 +367,7 @@ impl Bank {
                 self.place(p.memory.clone(), vector, touched);
                 outcome(Some(&p.memory.id), RetainAction::Created, None, format!("{reason}{note}"))
             }
-            Decision::Reinforce { existing, cosine } => {
+            Decision::Reinforce { existing, why } => {
                 let mut m = self.state.memory(&existing).cloned().expect("decided on a live memory");
                 reinforce(&mut m, now, w.reinforce_confidence_step, w.confidence_cap);
                 self.keep(m, touched);
@@ -392,13 +375,10 @@ impl Bank {
                     Some(&existing),
                     RetainAction::Reinforced,
                     None,
-                    format!(
-                        "a duplicate (cosine {cosine:.3} > {}) of {existing}, which was reinforced{note}",
-                        w.dedup_cosine
-                    ),
+                    format!("a duplicate of {existing} ({why}), which was reinforced{note}"),
                 )
             }
-            Decision::Merge { survivor, cosine } => {
+            Decision::Merge { survivor, why } => {
                 let mut s = self.state.memory(&survivor).cloned().expect("decided on a live memory");
                 let mut absorbed = p.memory.clone();
                 s.importance = s.importance.max(absorbed.importance);
@@ -415,20 +395,20 @@ impl Bank {
                     RetainAction::Merged,
                     Some(&absorbed.id),
                     format!(
-                        "close (cosine {cosine:.3}) to {survivor} of the same kind: merged into it; stored as {} (merged){note}",
+                        "a duplicate of {survivor} ({why}): merged into it; stored as {} (merged){note}",
                         absorbed.id
                     ),
                 )
             }
             Decision::Supersede { old } => {
                 let mut reasons = Vec::new();
-                for (id, difference) in &old {
+                for (id, why) in &old {
                     let mut o = self.state.memory(id).cloned().expect("decided on a live memory");
                     o.set_status(Status::Superseded, now);
                     o.superseded_by = Some(p.memory.id.clone());
                     o.confidence *= w.supersede_confidence_factor;
                     p.memory.supersedes.push(id.clone());
-                    reasons.push(format!("{id} ({})", difference.describe()));
+                    reasons.push(format!("{id} ({why})"));
                     self.keep(o, touched);
                 }
                 self.place(p.memory.clone(), vector, touched);
@@ -439,7 +419,7 @@ impl Bank {
                     format!("supersedes {}{note}", reasons.join(", ")),
                 )
             }
-            Decision::Parallel { others } => {
+            Decision::Parallel { others, why } => {
                 for id in &others {
                     let mut o = self.state.memory(id).cloned().expect("decided on a live memory");
                     o.conflicts_with.push(p.memory.id.clone());
@@ -453,7 +433,7 @@ impl Bank {
                     RetainAction::Created,
                     others.first().map(String::as_str),
                     format!(
-                        "conflicts with {}; both kept, valid under different conditions{note}",
+                        "conflicts with {} ({why}); both kept, valid under different conditions{note}",
                         others.join(", ")
                     ),
                 )
@@ -502,11 +482,4 @@ struct ImportanceAnswer {
 struct ItemScore {
     item: usize,
     importance: u8,
-}
-
-const CONFLICT_SCHEMA: &str = r#"{"type":"object","properties":{"verdict":{"type":"string","enum":["replaces","both-valid"]},"reason":{"type":"string"}},"required":["verdict"]}"#;
-
-#[derive(Deserialize)]
-struct ConflictAnswer {
-    verdict: String,
 }

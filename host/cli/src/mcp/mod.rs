@@ -30,7 +30,8 @@ what you are about to do and put the returned `prompt` block in your context. Wh
 working, memory_write what is worth keeping: what worked, what failed and why, the user's \
 constraints and preferences — one self-contained statement each. memory_summarize ends a task \
 (or takes a whole trajectory) and keeps its lessons; memory_feedback says whether recalled \
-memories helped; memory_forget removes one; memory_history shows what replaced what.";
+memories helped; memory_forget removes one; memory_history shows what replaced what, and \
+memory_unsupersede undoes a wrong replacement.";
 
 /// Tool arguments, parsed inside the call so that a wrong argument is a tool error naming the
 /// field (which the model can correct) rather than a protocol error. The raw value is kept.
@@ -480,6 +481,14 @@ impl MemoryServer {
     async fn memory_history(&self, Parameters(args): Parameters<Args<HistoryArgs>>) -> CallToolResult {
         let a = parsed!(args);
         self.on_bank(a.bank, move |b| Ok(json!({"entries": b.history(&a.id)?}))).await
+    }
+
+    #[tool(
+        description = "Undo a wrong supersede: a superseded memory (see memory_history) becomes active again and is kept beside the memory that replaced it, both flagged as conflicting, so the same pair is not superseded again. Returns the memory."
+    )]
+    async fn memory_unsupersede(&self, Parameters(args): Parameters<Args<HistoryArgs>>) -> CallToolResult {
+        let a = parsed!(args);
+        self.on_bank(a.bank, move |b| b.unsupersede(&a.id)).await
     }
 }
 

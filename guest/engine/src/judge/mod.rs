@@ -1,0 +1,519 @@
+//! Judging a new statement against one the bank holds, without a language model: does it
+//! replace it (an update or a correction), repeat it (a duplicate), or can both hold?
+//!
+//! What decides, in order:
+//! * words that add ("also", 也) — both hold; words that say something changed or was wrong
+//!   ("now", "switched", "migrated", "actually", 改成, 不再 …) — an update, when the two are
+//!   about the same thing at all (the embedding's cosine, or shared words);
+//! * values: numbers with units normalised, identifiers, names and dates. The same statement
+//!   with another number is an update; with the same values and close meaning, a duplicate;
+//! * the template: statements that align word for word differ in slots. One slot holding a
+//!   value that changed is an update ("password is tiger42" → "… falcon77"); a content word
+//!   swapped for another is a parallel statement about another thing ("staging DB" /
+//!   "production DB", "son" / "daughter") — both hold.
+//!
+//! What a statement is sets how much it takes ([`Nature`]): an episode (kind episodic) is
+//! replaced only when the new one says the old was wrong, or plainly restates it with a change;
+//! a conversation's turn (a sequence item) only when corrected. Two different days are two
+//! events, and two turns that sound alike are two turns. An episode
+//! different days are two events, not an update. Measured with `hindsight eval --pairs` on
+//! tests/data/write-pairs (README).
+
+mod align;
+mod lexicon;
+mod text;
+
+use std::collections::HashSet;
+
+use hindsight_types::Kind as MemoryKind;
+
+use align::{align, Edit};
+use text::{tokens, Kind, Token};
+
+/// What kind of statement the new one is, which sets how much evidence a judgement takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nature {
+    /// A fact, preference, constraint or procedure: it can change, and be said twice.
+    Statement,
+    /// Something that happened.
+    Episode,
+    /// A conversation's turn (retained as a sequence).
+    Turn,
+}
+
+impl Nature {
+    /// The nature of memories of `kind`.
+    pub fn of(kind: MemoryKind) -> Nature {
+        if kind == MemoryKind::Episodic {
+            Nature::Episode
+        } else {
+            Nature::Statement
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The new statement replaces the old one.
+    Update,
+    /// It says the same thing.
+    Duplicate,
+    /// Both hold.
+    Compatible,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    /// Why, in words for the outcome's reason.
+    pub why: String,
+}
+
+fn judged(verdict: Verdict, why: impl Into<String>) -> Judgement {
+    Judgement { verdict, why: why.into() }
+}
+
+/// The lower-cased words of `text`, space-joined and padded, for whole-word phrase matching.
+fn word_line(text: &str) -> String {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> =
+        lower.split(|c: char| !(c.is_alphanumeric() || c == '\'')).filter(|w| !w.is_empty()).collect();
+    format!(" {} ", words.join(" "))
+}
+
+/// The first phrase of `latin` (whole words) or `cjk` (substrings) found in `text`.
+fn marker(text: &str, latin: &[&'static str], cjk: &[&'static str]) -> Option<&'static str> {
+    let line = word_line(text);
+    latin
+        .iter()
+        .find(|p| line.contains(&format!(" {} ", p.replace('-', " "))))
+        .or_else(|| cjk.iter().find(|p| text.contains(**p)))
+        .copied()
+}
+
+fn negated(text: &str) -> bool {
+    let line = word_line(text);
+    lexicon::NEGATION.iter().any(|n| line.contains(&format!(" {n} ")))
+        || line.split(' ').any(|w| w.ends_with("n't"))
+        || text.chars().any(|c| lexicon::NEGATION_CJK.contains(&c))
+}
+
+/// A capitalised word opening a sentence is a name when the other statement has it as one.
+fn unify(a: &mut [Token], b: &mut [Token]) {
+    let names: HashSet<String> =
+        a.iter().chain(b.iter()).filter(|t| t.kind == Kind::Name).map(|t| t.text.clone()).collect();
+    for t in a.iter_mut().chain(b.iter_mut()) {
+        match t.kind {
+            Kind::Opening if names.contains(&t.text) => t.kind = Kind::Name,
+            Kind::Opening => {
+                t.text = text::stem(&t.text);
+                t.kind = Kind::Word;
+            }
+            Kind::Word if names.contains(&t.text) => t.kind = Kind::Name,
+            _ => {}
+        }
+    }
+}
+
+/// Whether two values are the same: equal, one number in two spellings ("34 years" / "34"),
+/// or one identifier inside the other (`s3://acme-artifacts` / `acme-artifacts`).
+fn same_value(x: &Token, y: &Token) -> bool {
+    if x.text == y.text {
+        return true;
+    }
+    let plain = |t: &Token| t.raw.is_none().then(|| t.text.parse::<f64>().ok()).flatten();
+    if let (Some(r), Some(p)) = (x.raw, plain(y)) {
+        return r == p;
+    }
+    if let (Some(p), Some(r)) = (plain(x), y.raw) {
+        return r == p;
+    }
+    !x.is_number()
+        && !y.is_number()
+        && x.text.chars().count() >= 2
+        && y.text.chars().count() >= 2
+        && (x.text.contains(&y.text) || y.text.contains(&x.text))
+}
+
+fn r(v: &[Token]) -> Vec<&Token> {
+    v.iter().collect()
+}
+
+/// Every value of each side has its match on the other.
+fn compatible(a: &[&Token], b: &[&Token]) -> bool {
+    a.iter().all(|x| b.iter().any(|y| same_value(x, y)))
+        && b.iter().all(|y| a.iter().any(|x| same_value(x, y)))
+}
+
+/// `Caroline: Hey Mel!` → (`Caroline`, `Hey Mel!`): a transcript line's speaker and words.
+fn speaker(text: &str) -> Option<(&str, &str)> {
+    let (who, said) = text.split_once(':')?;
+    let words: Vec<&str> = who.split_whitespace().collect();
+    let named = !words.is_empty()
+        && words.len() <= 3
+        && words.iter().all(|w| w.chars().next().is_some_and(|c| c.is_uppercase() || crate::text::is_cjk(c)))
+        && !who.chars().any(|c| c.is_ascii_digit())
+        && ![
+            "correction",
+            "note",
+            "update",
+            "fyi",
+            "important",
+            "reminder",
+            "warning",
+            "todo",
+            "ps",
+            "edit",
+            "更正",
+            "注意",
+        ]
+        .contains(&who.trim().to_lowercase().as_str());
+    (named && !said.trim().is_empty()).then(|| (who.trim(), said.trim()))
+}
+
+/// Judges `new` (of `nature`) against `old`, whose embeddings have cosine `cosine`.
+pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
+    // Two lines of a transcript are two turns: by different speakers they both hold; by the
+    // same one, they are judged as turns, on their words.
+    let (old, new, nature) = match (speaker(old), speaker(new)) {
+        (Some((a, _)), Some((b, _))) if a != b && old != new => {
+            return judged(Verdict::Compatible, "said by another speaker")
+        }
+        (Some((_, a)), Some((_, b))) => (a, b, Nature::Turn),
+        _ => (old, new, nature),
+    };
+    use Verdict::*;
+    let c = cosine;
+    let episode = nature != Nature::Statement;
+    let turn = nature == Nature::Turn;
+    let (mut ta, mut tb) = (tokens(old), tokens(new));
+    unify(&mut ta, &mut tb);
+    let correction = marker(new, lexicon::CORRECTION, lexicon::CORRECTION_CJK);
+    let change = correction.or_else(|| marker(new, lexicon::CHANGE, lexicon::CHANGE_CJK));
+    let additive = marker(new, lexicon::ADDITIVE, lexicon::ADDITIVE_CJK);
+    let cjk = old.chars().chain(new.chars()).any(crate::text::is_cjk);
+
+    let content =
+        |ts: &[Token]| -> Vec<Token> { ts.iter().filter(|t| t.kind != Kind::Stop).cloned().collect() };
+    let (a, b) = (content(&ta), content(&tb));
+    let texts = |ts: &[Token]| -> Vec<String> { ts.iter().map(|t| t.text.clone()).collect() };
+    let alignment = align(&texts(&a), &texts(&b));
+    let ratio = alignment.ratio;
+
+    let values = |ts: &[Token]| -> Vec<Token> { ts.iter().filter(|t| t.is_value()).cloned().collect() };
+    let (va, vb) = (values(&ta), values(&tb));
+    let refs = |v: &[Token], f: &dyn Fn(&Token) -> bool| -> Vec<Token> {
+        v.iter().filter(|t| f(t)).cloned().collect()
+    };
+    let number = |t: &Token| t.is_number() && !t.is_relative_date();
+    let (na, nb) = (refs(&va, &number), refs(&vb, &number));
+    let (ida, idb) = (refs(&va, &|t| !number(t)), refs(&vb, &|t| !number(t)));
+    let same_values = compatible(&r(&va), &r(&vb));
+
+    let set_a: HashSet<&str> = a.iter().map(|t| t.text.as_str()).collect();
+    let set_b: HashSet<&str> = b.iter().map(|t| t.text.as_str()).collect();
+    let shared = set_a.intersection(&set_b).count() as f32 / set_a.len().min(set_b.len()).max(1) as f32;
+    let negation_differs = negated(old) != negated(new);
+
+    // 1:1 swaps of content words (values aside) between aligned statements.
+    let swaps: Vec<(Vec<&Token>, Vec<&Token>)> = alignment
+        .edits
+        .iter()
+        .filter_map(|e| match e {
+            Edit::Replace { old, new } => {
+                let x: Vec<&Token> = a[old.clone()].iter().filter(|t| t.kind != Kind::Value).collect();
+                let y: Vec<&Token> = b[new.clone()].iter().filter(|t| t.kind != Kind::Value).collect();
+                (!x.is_empty() && x.len() == y.len() && x.len() <= 2).then_some((x, y))
+            }
+            _ => None,
+        })
+        .collect();
+
+    // The same words (a change word in both is no change): a repeat.
+    if alignment.edits.is_empty() && !a.is_empty() && !negation_differs {
+        return judged(Duplicate, "restates it (the same words)");
+    }
+    // Numbers that differ in two places of one template name another thing ("service 2 on
+    // port 8002" / "service 3 on port 8003"), not a changed value.
+    let value_slots = alignment
+        .edits
+        .iter()
+        .filter(|e| match e {
+            Edit::Replace { old, new } => {
+                a[old.clone()].iter().any(|t| t.kind == Kind::Value)
+                    && b[new.clone()].iter().any(|t| t.kind == Kind::Value)
+            }
+            _ => false,
+        })
+        .count();
+    if value_slots >= 2 && ratio >= 0.5 && change.is_none() {
+        return judged(Compatible, "the same statement about another numbered thing");
+    }
+    if additive.is_some() && change.is_none() {
+        return judged(Compatible, format!("adds to it (\"{}\")", additive.unwrap_or_default()));
+    }
+    if let Some(word) = change {
+        // An episode is replaced when it is corrected, or when the new one is plainly about the
+        // same thing (a conversation's next turn that says "now" is not).
+        let related = match (nature, correction) {
+            (Nature::Statement, _) => c >= 0.3 || shared >= 0.3,
+            (_, Some(_)) => c >= 0.5 && shared >= 0.5,
+            (Nature::Episode, None) => c >= 0.7 && shared >= 0.6,
+            (Nature::Turn, None) => false,
+        };
+        if related {
+            return judged(Update, format!("says it changed (\"{word}\")"));
+        }
+    }
+    let numbers_differ = !na.is_empty()
+        && !nb.is_empty()
+        && !compatible(&r(&na), &r(&nb))
+        && !na.iter().any(|x| compatible(&[x], &r(&nb)));
+    // Identifiers one side does not name do not tell the statements apart; different ones do.
+    let ids_agree = ida.is_empty() || idb.is_empty() || compatible(&r(&ida), &r(&idb));
+    if !episode && numbers_differ && c >= 0.75 && ids_agree && swaps.is_empty() {
+        return judged(Update, "the same statement with another number");
+    }
+    let single_slot = |e: &Edit| matches!(e, Edit::Replace { .. });
+    let single_word_slot = ratio >= 0.6
+        && alignment.edits.len() == 1
+        && single_slot(&alignment.edits[0])
+        && match &alignment.edits[0] {
+            Edit::Replace { old, new } => a[old.clone()].iter().chain(&b[new.clone()]).all(|t| !t.is_value()),
+            _ => false,
+        };
+    // Episodes (a conversation's turns) are told apart by little: one repeats another only when
+    // nearly the same.
+    let close = match nature {
+        Nature::Statement => 0.8,
+        Nature::Episode => 0.9,
+        Nature::Turn => 0.95,
+    };
+    if !va.is_empty() && same_values && c >= close && !single_word_slot && !(negation_differs && c < 0.9) {
+        return judged(Duplicate, "restates it (the same values)");
+    }
+    if ratio >= 0.6 {
+        if alignment.edits.is_empty() {
+            return if negation_differs {
+                judged(Update, "negates it")
+            } else {
+                judged(Duplicate, "restates it (the same words)")
+            };
+        }
+        if let [edit] = alignment.edits.as_slice() {
+            let (x, y, end_at) = match edit {
+                Edit::Replace { old, new } => (&a[old.clone()], &b[new.clone()], old.end),
+                Edit::Delete { old } => (&a[old.clone()], &b[0..0], old.end),
+                Edit::Insert { new } => (&a[0..0], &b[new.clone()], 0),
+            };
+            let all_values = |ts: &[Token]| !ts.is_empty() && ts.iter().all(Token::is_value);
+            let slot_same = compatible(&x.iter().collect::<Vec<_>>(), &y.iter().collect::<Vec<_>>());
+            if single_slot(edit) && all_values(x) && all_values(y) && !slot_same {
+                let numbers = x.iter().all(|t| t.kind == Kind::Value);
+                let at_end = end_at + 1 >= a.len();
+                if episode {
+                    return judged(Compatible, "another occasion");
+                }
+                if numbers || at_end {
+                    return judged(Update, "the same statement with another value");
+                }
+                return judged(Compatible, "the same statement about another thing");
+            }
+            if (!single_slot(edit) || slot_same) && same_values && c >= 0.85 {
+                return if negation_differs {
+                    judged(Update, "negates it")
+                } else {
+                    judged(Duplicate, "restates it")
+                };
+            }
+            if cjk && !va.is_empty() && same_values && c >= 0.85 {
+                return judged(Duplicate, "restates it");
+            }
+            return judged(Compatible, "the same statement about another thing");
+        }
+        if same_values && swaps.is_empty() && (c >= 0.9 || (cjk && c >= 0.75)) {
+            return judged(Duplicate, "restates it (reordered)");
+        }
+        return judged(Compatible, "differs in more than one place");
+    }
+    let words = |ts: &[Token]| -> HashSet<String> {
+        ts.iter().filter(|t| t.kind == Kind::Word).map(|t| t.text.clone()).collect()
+    };
+    let (ca, cb) = (words(&ta), words(&tb));
+    if same_values
+        && !ca.is_empty()
+        && !cb.is_empty()
+        && (ca.is_subset(&cb) || cb.is_subset(&ca))
+        && c >= if episode { 0.85 } else { 0.6 }
+        && !turn
+        && swaps.is_empty()
+    {
+        return judged(Duplicate, "restates it (says all it says)");
+    }
+    if !swaps.is_empty() && ratio >= 0.4 && (!cjk || swaps.len() >= 2) {
+        return judged(Compatible, "a parallel statement about another thing");
+    }
+    if negation_differs && c < 0.8 {
+        return judged(Compatible, "one negates what the other does not say");
+    }
+    if c >= 0.8 && compatible(&r(&na), &r(&nb)) && ids_agree && !episode {
+        return judged(Duplicate, "restates it (close in meaning)");
+    }
+    let threshold = if !va.is_empty() {
+        0.5
+    } else if cjk {
+        0.75
+    } else {
+        0.55
+    };
+    if same_values && c >= threshold && !episode {
+        return judged(Duplicate, "restates it (close in meaning, the same values)");
+    }
+    judged(Compatible, "says something else")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(old: &str, new: &str, cosine: f32) -> Verdict {
+        judge(old, new, cosine, Nature::Statement).verdict
+    }
+
+    #[test]
+    fn updates_are_caught_with_or_without_change_words() {
+        use Verdict::*;
+        assert_eq!(
+            verdict("We use Jenkins for CI.", "We switched from Jenkins to GitHub Actions for CI.", 0.7),
+            Update
+        );
+        assert_eq!(
+            verdict("The project uses Python 3.9.", "The project has been upgraded to Python 3.12.", 0.8),
+            Update
+        );
+        assert_eq!(
+            verdict("The office Wi-Fi password is tiger42.", "The office Wi-Fi password is falcon77.", 0.89),
+            Update
+        );
+        assert_eq!(verdict("发版日期是 5 月 8 日。", "发版日期是 5 月 15 日。", 0.99), Update);
+        assert_eq!(verdict("The max upload size is 10 MB.", "The max upload size is 25 MB.", 0.96), Update);
+    }
+
+    #[test]
+    fn restatements_are_duplicates() {
+        use Verdict::*;
+        assert_eq!(
+            verdict(
+                "The Redis cache TTL is 5 minutes.",
+                "Cache entries in Redis expire after five minutes.",
+                0.75
+            ),
+            Duplicate
+        );
+        assert_eq!(
+            verdict(
+                "The build server has 64 GB of RAM.",
+                "The build machine is equipped with 65536 MB of memory.",
+                0.86
+            ),
+            Duplicate
+        );
+        assert_eq!(
+            verdict(
+                "Priscilla is the tech lead for the checkout team.",
+                "The checkout team's technical lead is Priscilla.",
+                0.9
+            ),
+            Duplicate
+        );
+    }
+
+    #[test]
+    fn parallel_statements_both_hold() {
+        use Verdict::*;
+        assert_eq!(
+            verdict("The staging DB listens on port 5433.", "The production DB listens on port 5432.", 0.9),
+            Compatible
+        );
+        assert_eq!(
+            verdict(
+                "Static .js files are cached for 1 hour.",
+                "Static .css files are cached for 1 hour.",
+                0.85
+            ),
+            Compatible
+        );
+        assert_eq!(
+            verdict("The CDN cache TTL for images is 1 day.", "The CDN cache TTL for video is 7 days.", 0.86),
+            Compatible
+        );
+        assert_eq!(
+            verdict("Alice owns the billing service.", "Bob owns the search service.", 0.7),
+            Compatible
+        );
+        assert_eq!(verdict("用户的父亲住在成都。", "用户的母亲也住在成都。", 0.95), Compatible);
+    }
+
+    #[test]
+    fn a_statement_repeats_itself() {
+        for text in [
+            "We switched from Jenkins to GitHub Actions for CI.",
+            "The user now prefers Python",
+            "用户现在改喝茶了，不再喝咖啡。",
+            "Service 2 listens on port 8002.",
+            "The team also uses Redis.",
+        ] {
+            assert_eq!(verdict(text, text, 1.0), Verdict::Duplicate, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_conversation_turn_is_replaced_only_when_corrected() {
+        let j = |old, new, c| judge(old, new, c, Nature::Turn).verdict;
+        let old = "Caroline: I went to the support group yesterday, it was so moving.";
+        assert_eq!(
+            j(old, "Caroline: Now I'm thinking of going again, it was so moving.", 0.8),
+            Verdict::Compatible
+        );
+        assert_eq!(
+            j(old, "Melanie: It was so moving, I went to the support group yesterday too.", 0.9),
+            Verdict::Compatible
+        );
+        assert_eq!(
+            j(old, "Caroline: Actually I went to the support group on Monday, not yesterday.", 0.8),
+            Verdict::Update
+        );
+        assert_eq!(j(old, old, 1.0), Verdict::Duplicate);
+    }
+
+    #[test]
+    fn transcript_lines_are_turns() {
+        let old = "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.";
+        assert_eq!(
+            verdict(
+                old,
+                "Melanie: I went to the LGBTQ support group yesterday and it was so powerful.",
+                0.95
+            ),
+            Verdict::Compatible
+        );
+        assert_eq!(
+            verdict(old, "Caroline: I love that, it was so powerful, now I want to go again.", 0.8),
+            Verdict::Compatible
+        );
+        assert_eq!(verdict("Correction: the port is 8080", "The port is 8080", 0.9), Verdict::Duplicate);
+    }
+
+    #[test]
+    fn another_day_is_another_episode_unless_it_corrects() {
+        let j = |old, new| judge(old, new, 0.85, Nature::Episode).verdict;
+        assert_eq!(j("On Tuesday the deploy failed.", "On Thursday the deploy failed."), Verdict::Compatible);
+        assert_eq!(
+            j(
+                "The user met the landlord on Tuesday.",
+                "Correction: the user met the landlord on Thursday, not Tuesday."
+            ),
+            Verdict::Update
+        );
+    }
+}
