@@ -316,3 +316,20 @@ pub const DATES_CJK: &[(&str, &str)] = &[
 
 pub const DATES: &[(&str, &str)] =
     &[("yesterday", "day-1"), ("today", "day0"), ("tomorrow", "day+1"), ("tonight", "day0")];
+
+/// Quantities said in words, rewritten before reading ("three quarters of an hour" = 45 min).
+pub const QUANTITY_PHRASES: &[(&str, &str)] = &[
+    ("three quarters of an hour", "45 minutes"),
+    ("three-quarters of an hour", "45 minutes"),
+    ("a quarter of an hour", "15 minutes"),
+    ("quarter of an hour", "15 minutes"),
+    ("an hour and a half", "90 minutes"),
+    ("half an hour", "30 minutes"),
+    ("half a day", "12 hours"),
+    ("a day and a half", "36 hours"),
+    ("a couple of", "2"),
+    ("a dozen", "12"),
+    ("半小时", "30分钟"),
+    ("半个小时", "30分钟"),
+    ("一个半小时", "90分钟"),
+];

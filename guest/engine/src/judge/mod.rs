@@ -284,11 +284,7 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
         };
     // Episodes (a conversation's turns) are told apart by little: one repeats another only when
     // nearly the same.
-    let close = match nature {
-        Nature::Statement => 0.8,
-        Nature::Episode => 0.9,
-        Nature::Turn => 0.95,
-    };
+    let close = if turn { 0.95 } else { 0.8 };
     if !va.is_empty() && same_values && c >= close && !single_word_slot && !(negation_differs && c < 0.9) {
         return judged(Duplicate, "restates it (the same values)");
     }
@@ -326,7 +322,9 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
                     judged(Duplicate, "restates it")
                 };
             }
-            if cjk && !va.is_empty() && same_values && c >= 0.85 {
+            // Chinese rewords by the character: one slot swapped with the rest the same is mostly
+            // a synonym (养了 / 家里有).
+            if cjk && same_values && c >= if va.is_empty() { 0.7 } else { 0.85 } {
                 return judged(Duplicate, "restates it");
             }
             return judged(Compatible, "the same statement about another thing");
@@ -344,7 +342,7 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
         && !ca.is_empty()
         && !cb.is_empty()
         && (ca.is_subset(&cb) || cb.is_subset(&ca))
-        && c >= if episode { 0.85 } else { 0.6 }
+        && c >= 0.6
         && !turn
         && swaps.is_empty()
     {
@@ -356,7 +354,7 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
     if negation_differs && c < 0.8 {
         return judged(Compatible, "one negates what the other does not say");
     }
-    if c >= 0.8 && compatible(&r(&na), &r(&nb)) && ids_agree && !episode {
+    if c >= 0.8 && compatible(&r(&na), &r(&nb)) && ids_agree && !turn {
         return judged(Duplicate, "restates it (close in meaning)");
     }
     let threshold = if !va.is_empty() {
@@ -366,7 +364,7 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
     } else {
         0.55
     };
-    if same_values && c >= threshold && !episode {
+    if same_values && c >= threshold && !turn {
         return judged(Duplicate, "restates it (close in meaning, the same values)");
     }
     judged(Compatible, "says something else")

@@ -3,7 +3,7 @@
 //! "2 GB" = "2048 MB", 三十二 = 32, "2:05 PM" = 14:05), identifiers (`tiger42`, `us-east-1`,
 //! paths, e-mail addresses) and dates.
 
-use super::lexicon::{DATES, DATES_CJK, MONTHS, NUMBER_WORDS, STOP, STOP_CJK, UNITS};
+use super::lexicon::{DATES, DATES_CJK, MONTHS, NUMBER_WORDS, QUANTITY_PHRASES, STOP, STOP_CJK, UNITS};
 use crate::text::is_cjk;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,8 +152,19 @@ enum Piece {
     Stop,
 }
 
-fn split(text: &str) -> Vec<Piece> {
+/// `text` with each of `phrases` (matched ignoring ASCII case) replaced.
+fn rewrite(text: &str, phrases: &[(&str, &str)]) -> String {
     let mut text = text.to_string();
+    for (from, to) in phrases {
+        while let Some(at) = text.to_ascii_lowercase().find(from) {
+            text.replace_range(at..at + from.len(), &format!(" {to} "));
+        }
+    }
+    text
+}
+
+fn split(text: &str) -> Vec<Piece> {
+    let mut text = rewrite(text, QUANTITY_PHRASES);
     for (from, to) in DATES_CJK {
         text = text.replace(from, &format!(" {to} "));
     }
@@ -393,7 +404,17 @@ pub fn tokens(text: &str) -> Vec<Token> {
                         out.push(t);
                         i = j + k;
                     } else {
-                        let (t, used) = number_token(n, latin(j), latin(j + 1));
+                        // "six in the morning", "7 in the evening": a time of day.
+                        let part = [latin(j), latin(j + 1), latin(j + 2)].map(|w| w.map(str::to_lowercase));
+                        let day_part = match (part[0].as_deref(), part[1].as_deref(), part[2].as_deref()) {
+                            (Some("in"), Some("the"), Some("morning")) => Some("am"),
+                            (Some("in"), Some("the"), Some("afternoon" | "evening")) => Some("pm"),
+                            _ => None,
+                        };
+                        let (t, used) = match day_part {
+                            Some(ampm) => (number_token(n, Some(ampm), None).0, 3),
+                            None => number_token(n, latin(j), latin(j + 1)),
+                        };
                         out.push(t);
                         i = j + used;
                     }
@@ -491,6 +512,11 @@ mod tests {
         assert_eq!(values("构建服务器有 32 核 CPU。")[..1], values("打包机配置了三十二个 CPU 核心。")[..1]);
         assert_eq!(values("支付服务挂了 20 分钟。"), values("支付服务宕机了二十分钟。"));
         assert_eq!(values("At 2:05 PM the DB failed over."), values("At 14:05 the DB failed over."));
+        assert_eq!(values("The user wakes up at 6 AM."), values("The user gets up at six in the morning."));
+        assert_eq!(
+            values("It times out after 45 minutes."),
+            values("Killed after three quarters of an hour.")
+        );
         assert_eq!(values("The user is thirty-four."), vec!["34"]);
         assert_eq!(values("About 1.5 TB of data."), values("Roughly 1536 GB of data."));
         assert_eq!(values("It tops out at 15k RPM."), values("It tops out at 15,000 RPM."));
