@@ -21,10 +21,10 @@ def hindsight_bin() -> str:
 class HttpServer:
     """`hindsight serve --http 127.0.0.1:0` in a child process; `url` is its MCP endpoint."""
 
-    def __init__(self, db: Path, bank: str, workers: int):
+    def __init__(self, db, bank: str, workers: int, extra=()):
         self.process = subprocess.Popen(
             [hindsight_bin(), "serve", "--http", "127.0.0.1:0", "--db", str(db), "--bank", bank,
-             "--workers", str(workers)],
+             "--workers", str(workers), *extra],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -57,3 +57,29 @@ def http_server(tmp_path):
     for server in servers:
         if server.process.poll() is None:
             server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    """A PostgreSQL server's URL: HINDSIGHT_TEST_POSTGRES, else a throwaway cluster
+    (tests/postgres/cluster.sh); skipped, saying why, when neither is possible."""
+    url = os.environ.get("HINDSIGHT_TEST_POSTGRES")
+    if url:
+        yield url
+        return
+    script = REPO / "tests" / "postgres" / "cluster.sh"
+    directory = tmp_path_factory.mktemp("postgres")
+    started = subprocess.run(["bash", str(script), "start", str(directory)], capture_output=True, text=True)
+    if started.returncode != 0:
+        pytest.skip(f"HINDSIGHT_TEST_POSTGRES is unset and no server could be started: {started.stderr.strip()}")
+    yield started.stdout.strip()
+    subprocess.run(["bash", str(script), "stop", str(directory)], capture_output=True)
+
+
+@pytest.fixture
+def postgres_database(postgres_server, request):
+    """A new, empty database on the server, as a URL."""
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40] + f"_{os.getpid()}"
+    for sql in (f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}"):
+        subprocess.run(["psql", postgres_server, "-qc", sql], check=True, capture_output=True)
+    return postgres_server.rsplit("/", 1)[0] + "/" + name

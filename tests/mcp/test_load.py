@@ -49,7 +49,9 @@ def percentile(values, p):
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
 
 
-async def run_load(url: str, clients: int, ops: int, banks: int, seed: int = 7) -> dict:
+async def run_load(url, clients: int, ops: int, banks: int, seed: int = 7) -> dict:
+    """`url`: one server's MCP endpoint, or a list of servers the clients are spread over."""
+    urls = [url] if isinstance(url, str) else list(url)
     banks_names = [f"tenant-{b}" for b in range(banks)]
     latencies = defaultdict(list)
     errors = []
@@ -58,7 +60,7 @@ async def run_load(url: str, clients: int, ops: int, banks: int, seed: int = 7) 
     async def one_client(c: int):
         rng = random.Random(seed * 1000 + c)
         mine = defaultdict(list)
-        async with Client(url, read_timeout_seconds=120) as client:
+        async with Client(urls[c % len(urls)], read_timeout_seconds=120) as client:
             for i in range(ops):
                 bank = banks_names[rng.randrange(banks)]
                 tool = rng.choices(list(MIX), weights=list(MIX.values()))[0]
@@ -111,7 +113,7 @@ async def run_load(url: str, clients: int, ops: int, banks: int, seed: int = 7) 
 
     # Every acknowledged write is still there: its history (any status) resolves.
     missing = []
-    async with Client(url, read_timeout_seconds=120) as client:
+    async with Client(urls[-1], read_timeout_seconds=120) as client:
         for bank, ids in acknowledged.items():
             for memory_id in sorted(ids):
                 result = await client.call_tool("memory_history", {"id": memory_id, "bank": bank})

@@ -10,7 +10,7 @@ from conftest import hindsight_bin
 
 TOOLS = {
     "memory_write", "memory_search", "memory_summarize", "memory_forget", "memory_feedback", "memory_history",
-    "memory_task_delete", "memory_unsupersede",
+    "memory_task_delete", "memory_unsupersede", "memory_share",
 }
 
 MEMORIES = [

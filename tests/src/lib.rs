@@ -88,6 +88,64 @@ pub fn stdout_json(out: &Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// A PostgreSQL server for the tests: `HINDSIGHT_TEST_POSTGRES` (a URL) when set, else a
+/// throwaway cluster started by `tests/postgres/cluster.sh` and stopped when this process exits.
+/// `Err` says why there is none (the caller skips, printing it).
+pub fn postgres_server() -> Result<&'static str, String> {
+    static SERVER: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+    SERVER
+        .get_or_init(|| {
+            if let Ok(url) = std::env::var("HINDSIGHT_TEST_POSTGRES") {
+                return Ok(url);
+            }
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("postgres/cluster.sh");
+            let dir = std::env::temp_dir().join(format!("hindsight-test-pg-{}", std::process::id()));
+            let out = Command::new("bash").arg(&script).arg("start").arg(&dir).output().map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err(format!(
+                    "HINDSIGHT_TEST_POSTGRES is unset and no server could be started: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+            // Stops the cluster once this test process is gone.
+            let watch = format!(
+                "while kill -0 {pid} 2>/dev/null; do sleep 1; done; bash '{script}' stop '{dir}'; rm -rf '{dir}'",
+                pid = std::process::id(),
+                script = script.display(),
+                dir = dir.display()
+            );
+            Command::new("sh")
+                .arg("-c")
+                .arg(watch)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| e.to_string())?;
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        })
+        .as_deref()
+        .map_err(|e| e.clone())
+}
+
+/// A new, empty database on the test server, as a URL; `None` (printed why) when there is no
+/// server.
+pub fn postgres_database(name: &str) -> Option<String> {
+    let server = match postgres_server() {
+        Ok(url) => url,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return None;
+        }
+    };
+    let name = format!("{name}_{}", std::process::id());
+    let mut admin = postgres::Client::connect(server, postgres::NoTls).expect("the test server answers");
+    admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).expect("drop database");
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).expect("create database");
+    let base = server.rsplit_once('/').expect("a URL with a database").0;
+    Some(format!("{base}/{name}"))
+}
+
 /// A deterministic generator (xorshift64*): test data must be the same on every run.
 pub struct Rng(u64);
 

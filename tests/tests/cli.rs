@@ -309,3 +309,42 @@ fn a_task_from_the_command_line_ends_in_rule_based_memories_without_an_llm() {
     let stats = stdout_json(&hindsight(&db, &["stats", "--json"]));
     assert!(stats["llm_usage"].is_object());
 }
+
+#[test]
+fn share_copies_into_a_shared_bank_and_recall_searches_several_banks_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("spaces.db");
+    let retain = |bank: &str, text: &str| {
+        let out = hindsight(&db, &["--bank", bank, "retain", "--text", text, "--json"]);
+        stdout_json(&out)["id"].as_str().unwrap().to_string()
+    };
+    retain("agent:coder", "Lunch orders go through the office chat");
+    let original =
+        retain("agent:support", "Vendor model X-200 fails its firmware update over Wi-Fi; use USB");
+    let shared = stdout_json(&hindsight(
+        &db,
+        &["--bank", "agent:support", "share", &original, "--to", "shared", "--json"],
+    ));
+    assert_eq!(shared["action"], "created");
+    let copy =
+        stdout_json(&hindsight(&db, &["--bank", "shared", "get", shared["id"].as_str().unwrap(), "--json"]));
+    assert_eq!(copy["metadata"]["shared_from"], format!("agent:support/{original}"));
+
+    let v = stdout_json(&hindsight(
+        &db,
+        &[
+            "recall",
+            "--banks",
+            "agent:coder,shared",
+            "--query",
+            "firmware update fails",
+            "--k",
+            "2",
+            "--json",
+        ],
+    ));
+    let banks: Vec<&str> =
+        v["items"].as_array().unwrap().iter().map(|i| i["bank"].as_str().unwrap()).collect();
+    assert_eq!(banks, ["shared", "agent:coder"]);
+    assert!(v["prompt"].as_str().unwrap().contains("shared, from shared]"), "{v}");
+}

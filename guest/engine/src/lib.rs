@@ -39,7 +39,7 @@ pub use hindsight_types::{
     Source, Stats, Status, Timestamp,
 };
 
-pub use bank::{Bank, HistoryEntry, TaskEnd, FORMAT_VERSION};
+pub use bank::{recall_across, Bank, HistoryEntry, TaskEnd, FORMAT_VERSION};
 pub use engine::Engine;
 pub use error::{Error, Result};
 pub use recall::{RecallQuery, RecallResult, Recalled};

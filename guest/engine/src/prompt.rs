@@ -36,15 +36,16 @@ pub fn relevant(item: &Recalled, min_similarity: f32) -> bool {
 
 /// Formats the relevant recalled memories best first, stopping before the budget is passed,
 /// and marks the ones it took (`in_prompt`); notes on conflicting or stale items follow the
-/// list. Empty when none fit.
-pub fn block(items: &mut [Recalled], budget_tokens: usize, min_similarity: f32) -> String {
+/// list. Empty when none fit. Memories from a bank other than `home` (the first one recalled)
+/// are marked as shared, with their bank.
+pub fn block(items: &mut [Recalled], budget_tokens: usize, min_similarity: f32, home: &str) -> String {
     let mut out = String::from(HEADER);
     let mut used = estimate_tokens(HEADER);
     let mut lines = 0;
     let (mut any_conflict, mut any_stale) = (false, false);
     for item in items.iter_mut().filter(|i| relevant(i, min_similarity)) {
         let conflicting = !item.conflicting.is_empty();
-        let line = format!("\n- {} {}", label(item, conflicting), one_line(&item.memory.content));
+        let line = format!("\n- {} {}", label(item, conflicting, home), one_line(&item.memory.content));
         let notes = [conflicting && !any_conflict, item.possibly_stale && !any_stale];
         let cost = estimate_tokens(&line)
             + if notes[0] { estimate_tokens(CONFLICT_NOTE) + 1 } else { 0 }
@@ -73,7 +74,7 @@ pub fn block(items: &mut [Recalled], budget_tokens: usize, min_similarity: f32) 
     out
 }
 
-fn label(item: &Recalled, conflicting: bool) -> String {
+fn label(item: &Recalled, conflicting: bool, home: &str) -> String {
     let m: &Record = &item.memory;
     let kind = match m.kind {
         Kind::Episodic => "experience",
@@ -87,6 +88,9 @@ fn label(item: &Recalled, conflicting: bool) -> String {
     parts.push(date(m.occurred_at));
     if m.status != Status::Active {
         parts.push(format!("{}, no longer current", m.status));
+    }
+    if item.bank != home {
+        parts.push(format!("shared, from {}", item.bank));
     }
     if conflicting {
         parts.push("conflicting".into());
@@ -117,6 +121,7 @@ mod tests {
             conflicting: vec![],
             possibly_stale: false,
             in_prompt: false,
+            bank: "home".into(),
         }
     }
 
@@ -124,11 +129,11 @@ mod tests {
     fn block_stops_at_the_budget() {
         let m = recalled("use utf-8-sig for Chinese CSV files");
         let three = [m.clone(), m.clone(), m.clone()];
-        let full = block(&mut three.clone(), 10_000, 0.3);
+        let full = block(&mut three.clone(), 10_000, 0.3, "home");
         assert_eq!(full.lines().count(), 4);
-        let tight = block(&mut three.clone(), estimate_tokens(&full) - 5, 0.3);
+        let tight = block(&mut three.clone(), estimate_tokens(&full) - 5, 0.3, "home");
         assert_eq!(tight.lines().count(), 3);
-        assert_eq!(block(&mut three[..1].to_vec(), 3, 0.3), "");
+        assert_eq!(block(&mut three[..1].to_vec(), 3, 0.3, "home"), "");
     }
 
     #[test]
@@ -137,10 +142,20 @@ mod tests {
         a.conflicting = vec!["b".into()];
         let mut b = recalled("the export never works, use the bulk API");
         b.possibly_stale = true;
-        let text = block(&mut [a, b], 10_000, 0.3);
+        let text = block(&mut [a, b], 10_000, 0.3, "home");
         assert!(text.contains("conflicting] retry"), "{text}");
         assert!(text.contains("possibly stale] the export"), "{text}");
         assert!(text.contains("experiences that differ; judge by the situation"), "{text}");
         assert!(text.contains("check that they still hold"), "{text}");
+    }
+
+    #[test]
+    fn memories_from_another_bank_are_marked_shared() {
+        let mine = recalled("deploy with the blue-green script");
+        let mut theirs = recalled("the X-200 firmware update fails over Wi-Fi");
+        theirs.bank = "shared".into();
+        let text = block(&mut [mine, theirs], 10_000, 0.3, "home");
+        assert!(text.contains("shared, from shared] the X-200"), "{text}");
+        assert!(!text.contains("shared, from home"), "{text}");
     }
 }

@@ -32,6 +32,8 @@ pub struct Recalled {
     pub possibly_stale: bool,
     /// In the prompt block (relevant enough, and within its budget).
     pub in_prompt: bool,
+    /// The bank it was recalled from.
+    pub bank: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -130,44 +130,29 @@ impl wit::GuestBank for BankResource {
     }
 
     fn recall(&self, q: t::RecallQuery) -> Result<t::RecallResult, t::Error> {
-        let query = RecallQuery {
-            query: q.query,
-            k: q.k,
-            now: now_or_clock(q.now),
-            task_type: q.task_type,
-            kinds: q.kinds.into_iter().map(kind_in).collect(),
-            tags: q.tags,
-            scope: q.scope.map(scope_in),
-            min_score: q.min_score,
-            prompt_tokens: q.prompt_tokens,
-            vector: q.vector,
-            include_superseded: q.include_superseded,
-        };
-        let result = self.0.borrow_mut().recall(query)?;
-        Ok(t::RecallResult {
-            items: result
-                .items
-                .into_iter()
-                .map(|r| t::Recalled {
-                    memory: memory_out(r.memory),
-                    score: t::Score {
-                        semantic: r.score.semantic,
-                        lexical: r.score.lexical,
-                        recency: r.score.recency,
-                        confidence: r.score.confidence,
-                        importance: r.score.importance,
-                        task_match: r.score.task_match,
-                        source: r.score.source,
-                        total: r.score.total,
-                        similarity: r.score.similarity,
-                    },
-                    conflicting: r.conflicting,
-                    possibly_stale: r.possibly_stale,
-                    in_prompt: r.in_prompt,
+        let result = self.0.borrow_mut().recall(recall_query_in(q))?;
+        Ok(recall_result_out(result))
+    }
+
+    fn recall_with(
+        &self,
+        others: Vec<wit::BankBorrow<'_>>,
+        q: t::RecallQuery,
+    ) -> Result<t::RecallResult, t::Error> {
+        let mut guards = Vec::with_capacity(others.len() + 1);
+        for bank in std::iter::once(self).chain(others.iter().map(|b| b.get::<BankResource>())) {
+            // A bank listed twice is already borrowed.
+            let guard = bank.0.try_borrow_mut().map_err(|_| {
+                t::Error::InvalidInput(t::FieldError {
+                    item: None,
+                    field: "banks".into(),
+                    message: "a bank is listed twice".into(),
                 })
-                .collect(),
-            prompt: result.prompt,
-        })
+            })?;
+            guards.push(guard);
+        }
+        let mut banks: Vec<&mut crate::Bank> = guards.iter_mut().map(|g| &mut **g).collect();
+        Ok(recall_result_out(crate::recall_across(&mut banks, recall_query_in(q))?))
     }
 
     fn get(&self, id: String) -> Result<t::Memory, t::Error> {
@@ -537,5 +522,49 @@ fn memory_out(m: crate::Record) -> t::Memory {
         embedding_model: m.embedding_model,
         conflicts_with: m.conflicts_with,
         reinforcements: m.reinforcements,
+    }
+}
+
+fn recall_query_in(q: t::RecallQuery) -> RecallQuery {
+    RecallQuery {
+        query: q.query,
+        k: q.k,
+        now: now_or_clock(q.now),
+        task_type: q.task_type,
+        kinds: q.kinds.into_iter().map(kind_in).collect(),
+        tags: q.tags,
+        scope: q.scope.map(scope_in),
+        min_score: q.min_score,
+        prompt_tokens: q.prompt_tokens,
+        vector: q.vector,
+        include_superseded: q.include_superseded,
+    }
+}
+
+fn recall_result_out(result: crate::RecallResult) -> t::RecallResult {
+    t::RecallResult {
+        items: result
+            .items
+            .into_iter()
+            .map(|r| t::Recalled {
+                memory: memory_out(r.memory),
+                score: t::Score {
+                    semantic: r.score.semantic,
+                    lexical: r.score.lexical,
+                    recency: r.score.recency,
+                    confidence: r.score.confidence,
+                    importance: r.score.importance,
+                    task_match: r.score.task_match,
+                    source: r.score.source,
+                    total: r.score.total,
+                    similarity: r.score.similarity,
+                },
+                conflicting: r.conflicting,
+                possibly_stale: r.possibly_stale,
+                in_prompt: r.in_prompt,
+                bank: r.bank,
+            })
+            .collect(),
+        prompt: result.prompt,
     }
 }

@@ -335,6 +335,8 @@ pub struct Recalled {
     pub possibly_stale: bool,
     /// In the prompt block: relevant enough (`recall.prompt_min_relevance`) and within its budget.
     pub in_prompt: bool,
+    /// The bank it was recalled from.
+    pub bank: String,
 }
 
 /// What a recall returns.
@@ -344,6 +346,9 @@ pub struct RecallResult {
     pub items: Vec<Recalled>,
     /// Ready to put in a prompt; empty when nothing was recalled.
     pub prompt: String,
+    /// Banks asked for that were not searched: the caller may not read them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped_banks: Vec<String>,
 }
 
 /// What became of one retained item.

@@ -61,10 +61,20 @@ pub struct Cli {
 #[derive(Args, Clone)]
 #[command(next_help_heading = "Global options")]
 pub struct Global {
-    /// SQLite database file holding the banks (created by the first write).
-    #[arg(long, global = true, default_value = "hindsight.db", env = "HINDSIGHT_DB", value_name = "PATH")]
+    /// Where the banks are: a SQLite file (created by the first write), or a PostgreSQL database
+    /// several hosts share (postgres://user[:password]@host[:port]/dbname).
+    #[arg(
+        long,
+        global = true,
+        default_value = "hindsight.db",
+        env = "HINDSIGHT_DB",
+        value_name = "PATH|URL"
+    )]
     pub db: PathBuf,
-    /// Bank (tenant) to work on: 1 to 128 characters of A-Z a-z 0-9 - _ .
+    /// Connections to a PostgreSQL --db this process keeps open at most.
+    #[arg(long, global = true, default_value_t = hindsight::DEFAULT_POOL_SIZE, env = "HINDSIGHT_DB_POOL", value_name = "N")]
+    pub db_pool: usize,
+    /// Bank (tenant) to work on: 1 to 128 characters of A-Z a-z 0-9 - _ . : (agent:NAME, user:ID, shared by convention)
     #[arg(long, global = true, default_value = "default", env = "HINDSIGHT_BANK", value_name = "NAME")]
     pub bank: String,
     /// Machine-readable JSON output (errors too: {"error": {"kind", "message", "field", "line"}}).
@@ -111,6 +121,15 @@ pub enum Command {
     Get {
         /// The memory's id.
         id: String,
+    },
+    /// Copy a memory of --bank into another bank (a shared space) through that bank's write
+    /// path; the copy's metadata.shared_from names where it came from.
+    Share {
+        /// The memory's id.
+        id: String,
+        /// The bank to copy it into, e.g. shared.
+        #[arg(long, value_name = "BANK")]
+        to: String,
     },
     /// Forget a memory: archived (restorable), or with --hard erased from the store.
     Forget {
@@ -193,6 +212,11 @@ pub enum Command {
         /// on stderr).
         #[arg(long, value_name = "ADDR")]
         http: String,
+        /// Principals and their bank rights (JSON: {"principals": [{"name", "token" or
+        /// "token_sha256", "read": [banks], "write": [banks]}]}); every request then needs
+        /// `Authorization: Bearer TOKEN`. Re-read on SIGHUP. Required to listen beyond loopback.
+        #[arg(long, value_name = "FILE")]
+        auth: Option<PathBuf>,
         #[command(flatten)]
         pool: PoolArgs,
     },
@@ -398,6 +422,10 @@ pub struct RecallArgs {
     /// What you are about to do or want to know.
     #[arg(long)]
     pub query: String,
+    /// Recall from several banks at once, ranked together (comma-separated, private first:
+    /// agent:coder,shared); instead of --bank.
+    #[arg(long, value_name = "BANK,BANK")]
+    pub banks: Option<String>,
     /// How many memories, 1 to 1000 [default: settings.recall.default_k, 5].
     #[arg(long, allow_negative_numbers = true)]
     pub k: Option<u32>,

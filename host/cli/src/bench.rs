@@ -183,8 +183,8 @@ pub type Corpus = Vec<(String, Vec<f32>)>;
 
 /// Fills the bank "bench" with `corpus` (text, vector), a thousand per call. The derived corpus
 /// repeats its base texts: stored as given, not deduplicated.
-pub fn retain_corpus(hs: &Hindsight, corpus: &[(String, Vec<f32>)]) -> CliResult<()> {
-    let bank = hs.bank("bench")?;
+fn retain_corpus(hs: &Hindsight, bank: &str, corpus: &[(String, Vec<f32>)]) -> CliResult<()> {
+    let bank = hs.bank(bank)?;
     for chunk in corpus.chunks(1000) {
         bank.retain(chunk.iter().map(|(t, v)| Memory::new(t.clone()).vector(v.clone()).force()))?;
     }
@@ -238,10 +238,11 @@ fn retain_throughput(hs: &Hindsight, n: usize) -> CliResult<f64> {
 /// Recall timings over `runs` queries: (with query embedding, without).
 fn time_recalls(
     hs: &Hindsight,
+    bank: &str,
     queries: &[(String, Vec<f32>)],
     runs: usize,
 ) -> CliResult<(Vec<Duration>, Vec<Duration>)> {
-    let bank = hs.bank("bench")?;
+    let bank = hs.bank(bank)?;
     let mut with_embed = Vec::new();
     let mut no_embed = Vec::new();
     for i in 0..runs {
@@ -270,37 +271,58 @@ fn size_bench(
     let corpus = derive_corpus(base, size, size as u64);
     let dir = tempfile::tempdir().map_err(io)?;
     let db = dir.path().join("bench.db");
-    let open = |db: &Path| -> CliResult<Hindsight> {
-        Ok(crate::builder(g, Some(1))?.with_settings(settings.clone()).sqlite(db).open()?)
+    // With a PostgreSQL --db the bank goes there, under a name of its own (the database may be
+    // shared); otherwise into a fresh SQLite file.
+    let postgres = crate::postgres_url(g);
+    let bank = match postgres {
+        Some(_) => format!("bench-{size}-{}", hindsight::time::now()),
+        None => "bench".to_string(),
     };
-    let hs = open(&db)?;
-    retain_corpus(&hs, &corpus)?;
-    let build_memory = hs.instance_memory_bytes()?;
-    let (_, before) = time_recalls(&hs, queries, runs)?;
+    let open = || -> CliResult<Hindsight> {
+        let b = crate::builder(g, Some(1))?.with_settings(settings.clone());
+        Ok(match postgres {
+            Some(url) => b.postgres_pool(url, g.db_pool),
+            None => b.sqlite(&db),
+        }
+        .open()?)
+    };
+    let hs = open()?;
     let t = Instant::now();
-    let report = hs.bank("bench")?.maintain()?;
+    retain_corpus(&hs, &bank, &corpus)?;
+    let ingest_per_s = size as f64 / t.elapsed().as_secs_f64();
+    let build_memory = hs.instance_memory_bytes()?;
+    let (_, before) = time_recalls(&hs, &bank, queries, runs)?;
+    let t = Instant::now();
+    let report = hs.bank(&bank)?.maintain()?;
     let maintain_ms = t.elapsed().as_secs_f64() * 1000.0;
     drop(hs);
-    let bytes = std::fs::metadata(&db).map_err(io)?.len()
-        + std::fs::metadata(db.with_extension("db-wal")).map(|m| m.len()).unwrap_or(0);
+    let bytes = match postgres {
+        Some(_) => None,
+        None => Some(
+            std::fs::metadata(&db).map_err(io)?.len()
+                + std::fs::metadata(db.with_extension("db-wal")).map(|m| m.len()).unwrap_or(0),
+        ),
+    };
 
-    let hs = open(&db)?;
+    let hs = open()?;
     hs.warm_up()?; // instantiate the engine first: open time is the bank's alone
     let t = Instant::now();
-    hs.bank("bench")?.stats()?;
+    hs.bank(&bank)?.stats()?;
     let open_ms = t.elapsed().as_secs_f64() * 1000.0;
-    let (mut with_embed, mut no_embed) = time_recalls(&hs, queries, runs)?;
+    let (mut with_embed, mut no_embed) = time_recalls(&hs, &bank, queries, runs)?;
     let guest_memory = hs.instance_memory_bytes()?;
     let native = native::size_bench(settings, &dir.path().join("native.db"), &corpus, queries, runs)?;
     Ok(json!({
         "size": size,
+        "store": if postgres.is_some() { "postgres" } else { "sqlite" },
+        "ingest_given_vectors_per_s": ingest_per_s,
         "recall_p50_ms": percentile(&mut with_embed.clone(), 0.5),
         "recall_p99_ms": percentile(&mut with_embed, 0.99),
         "recall_noembed_p50_ms": percentile(&mut no_embed.clone(), 0.5),
         "recall_noembed_p99_ms": percentile(&mut no_embed, 0.99),
         "native_recall_noembed_p50_ms": native.recall_p50_ms,
         "open_ms": open_ms,
-        "bytes_per_memory": bytes as f64 / size as f64,
+        "bytes_per_memory": bytes.map(|b| b as f64 / size as f64),
         "guest_memory_mib": guest_memory as f64 / (1 << 20) as f64,
         "build_guest_memory_mib": build_memory as f64 / (1 << 20) as f64,
         "hnsw_recall_at_10": native.hnsw_recall_at_10,

@@ -95,10 +95,23 @@ fn builder(g: &Global, workers: Option<usize>) -> CliResult<hindsight::Builder> 
     Ok(b)
 }
 
+/// The PostgreSQL URL `--db` names, if it names one rather than a SQLite file.
+fn postgres_url(g: &Global) -> Option<&str> {
+    g.db.to_str().filter(|db| db.starts_with("postgres://") || db.starts_with("postgresql://"))
+}
+
+/// The builder with `--db` as its store: a SQLite file or a PostgreSQL database.
+fn with_db(b: hindsight::Builder, g: &Global) -> hindsight::Builder {
+    match postgres_url(g) {
+        Some(url) => b.postgres_pool(url, g.db_pool),
+        None => b.sqlite(&g.db),
+    }
+}
+
 /// Opens the database. Commands that only read refuse a file that does not exist instead of
 /// creating an empty one in the wrong place.
 fn open(g: &Global, must_exist: bool) -> CliResult<Hindsight> {
-    if must_exist && !g.db.exists() {
+    if must_exist && postgres_url(g).is_none() && !g.db.exists() {
         return Err(CliError::new(
             "not-found",
             format!(
@@ -107,7 +120,7 @@ fn open(g: &Global, must_exist: bool) -> CliResult<Hindsight> {
             ),
         ));
     }
-    let hs = builder(g, Some(1))?.sqlite(&g.db).open()?;
+    let hs = with_db(builder(g, Some(1))?, g).open()?;
     if g.verbose {
         let t = hs.timings();
         eprintln!(
@@ -156,18 +169,30 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
             None => eval::run(&g, builder(&g, Some(1))?, &settings(&g)?, &args)?,
         },
         Command::Mcp(pool) => {
-            let hs = builder(&g, pool.workers)?.sqlite(&g.db).open()?;
+            let hs = with_db(builder(&g, pool.workers)?, &g).open()?;
             mcp::serve_stdio(hs, g.bank.clone())?;
         }
-        Command::Serve { http, pool } => {
+        Command::Serve { http, auth, pool } => {
             let addr = mcp::parse_addr(&http)?;
-            let hs = builder(&g, pool.workers)?.sqlite(&g.db).open()?;
-            mcp::serve_http(hs, g.bank.clone(), addr)?;
+            let auth = mcp::Auth::new(auth, addr)?;
+            let hs = with_db(builder(&g, pool.workers)?, &g).open()?;
+            mcp::serve_http(hs, g.bank.clone(), addr, auth)?;
         }
         Command::Recall(args) => recall(&g, args)?,
         Command::Get { id } => {
             let m = bank(&g, true)?.get(&id)?;
             print(&g, &m, || render::memory(&m));
+        }
+        Command::Share { id, to } => {
+            let outcome = bank(&g, true)?.share(&id, &to)?;
+            print(&g, &outcome, || {
+                format!(
+                    "{} in {to}: {} ({})",
+                    outcome.action,
+                    outcome.id.as_deref().unwrap_or("-"),
+                    outcome.reason
+                )
+            });
         }
         Command::Forget { id, hard } => {
             let b = bank(&g, true)?;
@@ -276,7 +301,10 @@ fn recall(g: &Global, args: RecallArgs) -> CliResult<()> {
     query.prompt_tokens = args.prompt_tokens;
     query.include_superseded = args.include_superseded;
     let hs = open(g, true)?;
-    let result = hs.bank(&g.bank)?.recall(query)?;
+    let result = match &args.banks {
+        Some(banks) => hs.recall(split_list(banks), query)?,
+        None => hs.bank(&g.bank)?.recall(query)?,
+    };
     print(g, &result, || render::recall(&result));
     if result.items.is_empty() {
         let banks = hs.banks()?;

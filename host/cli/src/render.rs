@@ -53,6 +53,10 @@ pub fn recall(result: &RecallResult) -> String {
         if r.possibly_stale {
             flags.push("possibly stale".into());
         }
+        let multi = result.items.iter().any(|other| other.bank != r.bank) || !result.skipped_banks.is_empty();
+        if multi {
+            flags.push(format!("bank {}", r.bank));
+        }
         let flags = if flags.is_empty() { String::new() } else { format!("  [{}]", flags.join("; ")) };
         out.push_str(&format!(
             "{}. [{:.3}] {}  ({}){flags}\n   semantic {:.3}  lexical {:.3}  recency {:.3}  confidence {:.3}  importance {:.3}  task {:.3}  source {:.3}\n",
@@ -68,6 +72,9 @@ pub fn recall(result: &RecallResult) -> String {
             s.task_match,
             s.source
         ));
+    }
+    if !result.skipped_banks.is_empty() {
+        out.push_str(&format!("skipped (no read right): {}\n", result.skipped_banks.join(", ")));
     }
     out.push('\n');
     out.push_str(&safe(&result.prompt));

@@ -1,5 +1,5 @@
 //! The cross-host bench (examples/parity/scenario.json, "bench"): the Rust host's figures, to
-//! set beside `npm run bench` in examples/node and `python3 bench.py` in examples/python.
+//! set beside `npm run bench` in packages/node and `python3 bench.py` in packages/python.
 //!
 //! cargo run --release -p hindsight --example host_bench
 

@@ -6,6 +6,7 @@ use hindsight_types::{
     RecallResult, RetainOutcome, Stats, Step, TaskEnd, TaskState, TaskUpdate, Timestamp,
 };
 
+use crate::access::Right;
 use crate::error::Result;
 use crate::hindsight::Hindsight;
 use crate::runtime::Worker;
@@ -38,11 +39,16 @@ impl Bank {
         Bank { now: Some(now), ..self.clone() }
     }
 
-    /// Runs `f` on the worker serving this bank, with the bank's id.
+    /// Runs `f` on the worker serving this bank, with the bank's id, once the handle's
+    /// principal (if any) is found to have `right` on the bank.
     fn call<T: Send + 'static>(
         &self,
+        right: Right,
         f: impl FnOnce(&mut Worker, &str) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        if let Some(principal) = &self.hs.principal {
+            principal.check(right, &self.id)?;
+        }
         let id = self.id.clone();
         self.hs.pool.call(&self.id, move |worker| f(worker, &id))
     }
@@ -55,10 +61,22 @@ impl Bank {
         I: IntoIterator,
         I::Item: Into<Memory>,
     {
-        let items: Vec<wit::types::NewMemory> = items.into_iter().map(|m| m.into().into()).collect();
+        // What a principal writes carries its name unless the caller named an agent.
+        let agent = self.hs.principal.as_ref().map(|p| p.name().to_string());
+        let items: Vec<wit::types::NewMemory> = items
+            .into_iter()
+            .map(|m| {
+                let mut m: Memory = m.into();
+                if m.agent_id.is_none() {
+                    m.agent_id = agent.clone();
+                }
+                m.into()
+            })
+            .collect();
         let now = self.now;
-        let outcomes =
-            self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_retain(s, h, &items, now)))?;
+        let outcomes = self.call(Right::Write, move |w, bank| {
+            w.with_bank(bank, |b, s, h| b.call_retain(s, h, &items, now))
+        })?;
         Ok(outcomes.into_iter().map(Into::into).collect())
     }
 
@@ -68,13 +86,15 @@ impl Bank {
         let mut query: Query = query.into();
         query.now = query.now.or(self.now);
         let query: wit::types::RecallQuery = query.into();
-        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_recall(s, h, &query)))?.into())
+        Ok(self
+            .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_recall(s, h, &query)))?
+            .into())
     }
 
     /// One memory, whatever its status.
     pub fn get(&self, id: &str) -> Result<MemoryRecord> {
         let id = id.to_string();
-        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_get(s, h, &id)))?.into())
+        Ok(self.call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_get(s, h, &id)))?.into())
     }
 
     /// Forgets a memory softly: archived, never recalled, restorable.
@@ -89,25 +109,64 @@ impl Bank {
 
     fn forget_with(&self, id: &str, hard: bool) -> Result<()> {
         let (id, now) = (id.to_string(), self.now);
-        self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_forget(s, h, &id, hard, now)))
+        self.call(Right::Write, move |w, bank| {
+            w.with_bank(bank, |b, s, h| b.call_forget(s, h, &id, hard, now))
+        })
     }
 
     /// Brings an archived memory back.
     pub fn restore(&self, id: &str) -> Result<MemoryRecord> {
         let (id, now) = (id.to_string(), self.now);
-        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_restore(s, h, &id, now)))?.into())
+        Ok(self
+            .call(Right::Write, move |w, bank| w.with_bank(bank, |b, s, h| b.call_restore(s, h, &id, now)))?
+            .into())
     }
 
     /// Undoes a wrong supersede: the memory is active again, and it and the memory that replaced
     /// it are kept side by side as both holding (so the same pair is not superseded again).
     pub fn unsupersede(&self, id: &str) -> Result<MemoryRecord> {
         let (id, now) = (id.to_string(), self.now);
-        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_unsupersede(s, h, &id, now)))?.into())
+        Ok(self
+            .call(Right::Write, move |w, bank| {
+                w.with_bank(bank, |b, s, h| b.call_unsupersede(s, h, &id, now))
+            })?
+            .into())
+    }
+
+    /// Copies memory `id` into bank `to` (a shared space, say) through that bank's write path,
+    /// so its duplicate, update and conflict checks apply there; the copy records where it came
+    /// from in `metadata.shared_from` (`bank/id`). Needs read on this bank and write on `to`.
+    pub fn share(&self, id: &str, to: &str) -> Result<RetainOutcome> {
+        let m = self.get(id)?;
+        let target = Bank { id: to.to_string(), ..self.clone() };
+        hindsight_types::validate_bank_id(to)?;
+        let mut metadata: Vec<(String, String)> =
+            m.metadata.into_iter().filter(|(k, _)| k != "shared_from").collect();
+        metadata.push(("shared_from".into(), format!("{}/{}", self.id, m.id)));
+        let copy = Memory {
+            content: m.content,
+            kind: Some(m.kind),
+            task_type: m.task_type,
+            task_description: m.task_description,
+            context: m.context,
+            tags: m.tags,
+            scope: Some(m.scope),
+            agent_id: m.agent_id,
+            importance: Some(m.importance),
+            confidence: Some(m.confidence),
+            source: Some(m.source),
+            failure_type: m.failure_type,
+            occurred_at: Some(m.occurred_at),
+            valid_until: m.valid_until,
+            metadata,
+            ..Memory::default()
+        };
+        Ok(target.retain([copy])?.remove(0))
     }
 
     /// Counts of the bank's memories.
     pub fn stats(&self) -> Result<Stats> {
-        Ok(self.call(|w, bank| w.with_bank(bank, |b, s, h| b.call_stats(s, h)))?.into())
+        Ok(self.call(Right::Read, |w, bank| w.with_bank(bank, |b, s, h| b.call_stats(s, h)))?.into())
     }
 
     /// Says how recalled memories worked out; all or none (an unknown id changes nothing).
@@ -119,15 +178,17 @@ impl Bank {
         let ids: Vec<String> = ids.into_iter().map(Into::into).collect();
         let now = self.now;
         let outcome = outcome.into();
-        let memories =
-            self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_feedback(s, h, &ids, outcome, now)))?;
+        let memories = self.call(Right::Write, move |w, bank| {
+            w.with_bank(bank, |b, s, h| b.call_feedback(s, h, &ids, outcome, now))
+        })?;
         Ok(memories.into_iter().map(Into::into).collect())
     }
 
     /// The chain of memories linked to `id` by supersedes and merges, oldest event first.
     pub fn history(&self, id: &str) -> Result<Vec<HistoryEntry>> {
         let id = id.to_string();
-        let entries = self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_history(s, h, &id)))?;
+        let entries =
+            self.call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_history(s, h, &id)))?;
         Ok(entries.into_iter().map(Into::into).collect())
     }
 
@@ -143,7 +204,11 @@ impl Bank {
 
     fn maintain_with(&self, dry_run: bool) -> Result<MaintainReport> {
         let now = self.now;
-        Ok(self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_maintain(s, h, now, dry_run)))?.into())
+        Ok(self
+            .call(Right::Write, move |w, bank| {
+                w.with_bank(bank, |b, s, h| b.call_maintain(s, h, now, dry_run))
+            })?
+            .into())
     }
 
     /// Starts a task (a goal, or a [`NewTask`] with its type): its working memory lives in the
@@ -152,7 +217,7 @@ impl Bank {
         let task: NewTask = task.into();
         let now = self.now;
         let state: TaskState = self
-            .call(move |w, bank| {
+            .call(Right::Write, move |w, bank| {
                 w.with_bank(bank, |b, s, h| {
                     b.call_begin_task(s, h, &task.goal, task.task_type.as_deref(), now)
                 })
@@ -171,13 +236,14 @@ impl Bank {
     /// Erases task `id`'s record for good.
     pub fn delete_task(&self, id: &str) -> Result<()> {
         let id = id.to_string();
-        self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_delete_task(s, h, &id)))
+        self.call(Right::Write, move |w, bank| w.with_bank(bank, |b, s, h| b.call_delete_task(s, h, &id)))
     }
 
     /// The bank's tasks, newest first; ended ones only when asked.
     pub fn tasks(&self, include_ended: bool) -> Result<Vec<TaskState>> {
-        let tasks =
-            self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_tasks(s, h, include_ended)))?;
+        let tasks = self.call(Right::Read, move |w, bank| {
+            w.with_bank(bank, |b, s, h| b.call_tasks(s, h, include_ended))
+        })?;
         Ok(tasks.into_iter().map(Into::into).collect())
     }
 
@@ -185,8 +251,9 @@ impl Bank {
     /// language model; an `Llm` error without one.
     pub fn consolidate(&self, since: Option<Timestamp>) -> Result<Vec<Distilled>> {
         let now = self.now;
-        let items =
-            self.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_consolidate(s, h, since, now)))?;
+        let items = self.call(Right::Write, move |w, bank| {
+            w.with_bank(bank, |b, s, h| b.call_consolidate(s, h, since, now))
+        })?;
         Ok(items.into_iter().map(Into::into).collect())
     }
 }
@@ -208,7 +275,10 @@ impl Task {
     /// Its working memory now.
     pub fn state(&self) -> Result<TaskState> {
         let id = self.id.clone();
-        Ok(self.bank.call(move |w, bank| w.with_bank(bank, |b, s, h| b.call_task(s, h, &id)))?.into())
+        Ok(self
+            .bank
+            .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_task(s, h, &id)))?
+            .into())
     }
 
     /// Applies an update; with `expected_version`, only if the task is still at that version
@@ -217,7 +287,7 @@ impl Task {
         let id = self.id.clone();
         let now = self.bank.now;
         let update = wit::task_update(update, now.unwrap_or_else(hindsight_types::time::now));
-        let state = self.bank.call(move |w, bank| {
+        let state = self.bank.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_update_task(s, h, &id, &update, expected_version, now))
         })?;
         Ok(state.into())
@@ -257,7 +327,7 @@ impl Task {
     /// when there is one, by rules when there is none or `rules_only`.
     pub fn distill(&self, rules_only: bool) -> Result<TaskEnd> {
         let (id, now) = (self.id.clone(), self.bank.now);
-        let ended = self.bank.call(move |w, bank| {
+        let ended = self.bank.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_distill_task(s, h, &id, rules_only, now))
         })?;
         Ok(ended.into())
@@ -270,7 +340,7 @@ impl Task {
         let end: EndTask = end.into();
         let (id, now) = (self.id.clone(), self.bank.now);
         let outcome = end.outcome.into();
-        let ended = self.bank.call(move |w, bank| {
+        let ended = self.bank.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| {
                 b.call_end_task(s, h, &id, outcome, end.detail.as_deref(), end.force, now)
             })

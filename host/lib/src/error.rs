@@ -39,6 +39,9 @@ pub enum Error {
     Trap(String),
     /// The host is configured wrongly (an unreadable component file, a bad LLM setting).
     Config(String),
+    /// The principal acting has no right to do this to the bank (see
+    /// [`crate::Hindsight::as_principal`]). Nothing was read or changed.
+    Denied(String),
 }
 
 impl Error {
@@ -61,6 +64,7 @@ impl Error {
             Error::Unsupported(_) => "unsupported",
             Error::Trap(_) => "trap",
             Error::Config(_) => "config",
+            Error::Denied(_) => "denied",
         }
     }
 
@@ -77,7 +81,8 @@ impl Error {
             | Error::Conflict(m)
             | Error::Unsupported(m)
             | Error::Trap(m)
-            | Error::Config(m) => m.clone(),
+            | Error::Config(m)
+            | Error::Denied(m) => m.clone(),
         }
     }
 }
@@ -96,6 +101,7 @@ impl fmt::Display for Error {
             Error::Unsupported(_) => "unsupported",
             Error::Trap(_) => "the component stopped",
             Error::Config(_) => "configuration error",
+            Error::Denied(_) => "denied",
         };
         match self {
             Error::InvalidInput { item: Some(i), .. } => write!(f, "{kind}: items[{i}].{}", self.message()),

@@ -6,17 +6,25 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hindsight_types::settings::Settings;
-use hindsight_types::{Llm, MemoryStore, Store};
+use hindsight_types::{Llm, MemoryStore, Query, RecallResult, Store};
 
+use crate::access::{Principal, Right};
 use crate::bank::Bank;
 use crate::error::{Error, Result};
 use crate::models::Models;
 use crate::pool::Pool;
 use crate::runtime::{Runtime, RuntimeConfig, Timings};
 use crate::usage::{self, LlmUsage, Metered};
+use crate::wit;
 
 /// The most workers (instances) one `Hindsight` runs: each holds the model, ~160 MiB.
 pub const MAX_WORKERS: usize = 16;
+
+/// One call's deadline unless set (every host's default: tests/conformance/defaults.json).
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Each instance's memory cap unless set.
+pub const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
 
 /// hindsight: the memory engine in its sandbox, over a store, with an optional language model.
 /// Cheap to clone and shareable across threads: clones use the same instances.
@@ -26,6 +34,8 @@ pub const MAX_WORKERS: usize = 16;
 #[derive(Clone)]
 pub struct Hindsight {
     pub(crate) pool: Arc<Pool>,
+    /// When set, every bank call is checked against its rights.
+    pub(crate) principal: Option<Arc<Principal>>,
 }
 
 impl std::fmt::Debug for Hindsight {
@@ -43,11 +53,71 @@ impl Hindsight {
         Builder::default()
     }
 
+    /// The same instances, acting as `principal`: every bank call is checked against its
+    /// rights (an [`Error::Denied`] naming the bank and the right otherwise), [`Hindsight::banks`]
+    /// lists only the banks it may read, and what it retains carries its name as the agent id
+    /// unless the memory names one.
+    pub fn as_principal(&self, principal: Principal) -> Hindsight {
+        Hindsight { pool: self.pool.clone(), principal: Some(Arc::new(principal)) }
+    }
+
+    /// The principal this handle acts as, if any.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_deref()
+    }
+
     /// A handle on bank `id` (created on first write). Ids are 1 to 128 characters of
-    /// `A-Z a-z 0-9 - _ .`.
+    /// `A-Z a-z 0-9 - _ . :`.
     pub fn bank(&self, id: &str) -> Result<Bank> {
         hindsight_types::validate_bank_id(id)?;
         Ok(Bank::new(self.clone(), id.to_string()))
+    }
+
+    /// Recalls from several banks as one (a private bank, then shared ones): their memories in
+    /// one candidate pool, ranked together; on equal scores the bank listed first wins. Each item
+    /// names its bank, and the prompt block marks memories from the banks after the first as
+    /// shared. Acting as a principal, the banks it may not read are skipped and named in
+    /// [`RecallResult::skipped_banks`] (an [`Error::Denied`] when it may read none).
+    pub fn recall<I, S>(&self, banks: I, query: impl Into<Query>) -> Result<RecallResult>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut readable = Vec::new();
+        let mut skipped = Vec::new();
+        for bank in banks {
+            let bank: String = bank.into();
+            hindsight_types::validate_bank_id(&bank)?;
+            if readable.contains(&bank) {
+                return Err(Error::invalid("banks", format!("{bank:?} is listed twice")));
+            }
+            match &self.principal {
+                Some(p) if !p.may(Right::Read, &bank) => skipped.push(bank),
+                _ => readable.push(bank),
+            }
+        }
+        if readable.is_empty() {
+            return Err(match (&self.principal, skipped.is_empty()) {
+                (Some(p), false) => Error::Denied(format!(
+                    "principal {:?} may read none of the banks {}",
+                    p.name(),
+                    skipped.join(", ")
+                )),
+                _ => Error::invalid("banks", "must name at least one bank"),
+            });
+        }
+        let query: wit::types::RecallQuery = query.into().into();
+        let first = readable[0].clone();
+        let mut result: RecallResult = self
+            .pool
+            .call(&first, move |w| {
+                w.with_banks(&readable, |b, s, handles| {
+                    b.call_recall_with(s, handles[0], &handles[1..], &query)
+                })
+            })?
+            .into();
+        result.skipped_banks = skipped;
+        Ok(result)
     }
 
     /// Embeds texts with the engine's model (unit-length vectors), inside the sandbox.
@@ -69,7 +139,9 @@ impl Hindsight {
         // One scan per bank: after a bank's keys `b/<id>/…` comes `b/<id>0…` ('0' follows '/').
         while let Some((key, _)) = store.scan("b/", after.as_deref(), 1)?.into_iter().next() {
             let Some(id) = key["b/".len()..].split('/').next().filter(|id| !id.is_empty()) else { break };
-            banks.push(id.to_string());
+            if self.principal.as_ref().is_none_or(|p| p.may(Right::Read, id)) {
+                banks.push(id.to_string());
+            }
             after = Some(format!("b/{id}0"));
         }
         Ok(banks)
@@ -132,6 +204,11 @@ enum StoreChoice {
     Memory,
     #[cfg(feature = "sqlite")]
     Sqlite(PathBuf),
+    #[cfg(feature = "postgres")]
+    Postgres {
+        url: String,
+        pool: usize,
+    },
     Given(Arc<dyn Store>),
 }
 
@@ -171,8 +248,8 @@ impl Default for Builder {
             workers: None,
             // The model needs ~155 MiB; each memory ~1.5 KiB of vector plus its record, so 1 GiB
             // holds a 100k-memory bank with room to spare.
-            memory_limit: 1 << 30,
-            deadline: Duration::from_secs(120),
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            deadline: DEFAULT_DEADLINE,
             component: None,
             cache_dir: Some(hindsight_types::defaults::cache_dir().join("components")),
         }
@@ -184,6 +261,22 @@ impl Builder {
     #[cfg(feature = "sqlite")]
     pub fn sqlite(mut self, path: impl Into<PathBuf>) -> Self {
         self.store = StoreChoice::Sqlite(path.into());
+        self
+    }
+
+    /// Keeps the banks in a PostgreSQL database (`postgres://user@host:port/dbname`) that other
+    /// hosts may share, through a pool of [`crate::DEFAULT_POOL_SIZE`] connections (see
+    /// [`Builder::postgres_pool`]).
+    #[cfg(feature = "postgres")]
+    pub fn postgres(mut self, url: impl Into<String>) -> Self {
+        self.store = StoreChoice::Postgres { url: url.into(), pool: crate::postgres::DEFAULT_POOL_SIZE };
+        self
+    }
+
+    /// Keeps the banks in a PostgreSQL database with at most `connections` open at once.
+    #[cfg(feature = "postgres")]
+    pub fn postgres_pool(mut self, url: impl Into<String>, connections: usize) -> Self {
+        self.store = StoreChoice::Postgres { url: url.into(), pool: connections };
         self
     }
 
@@ -305,6 +398,10 @@ impl Builder {
             StoreChoice::Memory => Arc::new(MemoryStore::new()),
             #[cfg(feature = "sqlite")]
             StoreChoice::Sqlite(path) => Arc::new(crate::sqlite::SqliteStore::open(&path)?),
+            #[cfg(feature = "postgres")]
+            StoreChoice::Postgres { url, pool } => {
+                Arc::new(crate::postgres::PostgresStore::open(&url, pool)?)
+            }
             StoreChoice::Given(store) => store,
         };
         let models = match self.models {
@@ -332,6 +429,6 @@ impl Builder {
             component: self.component,
             cache_dir: self.cache_dir,
         })?;
-        Ok(Hindsight { pool: Arc::new(Pool::new(Arc::new(runtime), workers)) })
+        Ok(Hindsight { pool: Arc::new(Pool::new(Arc::new(runtime), workers)), principal: None })
     }
 }

@@ -35,27 +35,34 @@
 //!
 //! A [`Hindsight`] is cheap to clone and shared across threads: each bank is served by one of a
 //! few sandboxed instances (see [`Builder::workers`]). Stores: [`SqliteStore`] (the default
-//! feature `sqlite`), an in-memory one, or any [`Store`]. Language models: [`OpenAi`] (feature
+//! feature `sqlite`), `PostgresStore` (feature `postgres`, shared by several hosts), an in-memory
+//! one, or any [`Store`]. Language models: [`OpenAi`] (feature
 //! `openai`, read from `HINDSIGHT_LLM_*` by default) or any [`Llm`].
 
 #![warn(missing_docs)]
 
+mod access;
 mod bank;
 mod error;
 mod hindsight;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod keys;
 mod models;
 #[cfg(feature = "openai")]
 mod openai;
 mod pool;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod runtime;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod usage;
 mod wit;
 
+pub use access::{Principal, Principals, Right, MIN_TOKEN_CHARS};
 pub use bank::{Bank, Task};
 pub use error::{Error, Result};
-pub use hindsight::{Builder, Hindsight, MAX_WORKERS};
+pub use hindsight::{Builder, Hindsight, DEFAULT_DEADLINE, DEFAULT_MEMORY_LIMIT, MAX_WORKERS};
 pub use hindsight_types::defaults;
 pub use hindsight_types::settings::{self, Settings};
 pub use hindsight_types::time::{self, Timestamp};
@@ -68,7 +75,9 @@ pub use hindsight_types::{
 };
 pub use models::Models;
 #[cfg(feature = "openai")]
-pub use openai::{JsonMode, OpenAi};
+pub use openai::{JsonMode, OpenAi, DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ENV_URL, MAX_BACKOFF};
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresStore, DEFAULT_POOL_SIZE, POSTGRES_FORMAT};
 pub use runtime::Timings;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SQLITE_FORMAT};

@@ -66,20 +66,29 @@ impl std::fmt::Debug for OpenAi {
 /// The environment variables [`OpenAi::from_env`] reads.
 pub const ENV_URL: &str = "HINDSIGHT_LLM_URL";
 
+/// One request's timeout unless set (every host's default: tests/conformance/defaults.json).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Retries after the first attempt unless set.
+pub const DEFAULT_RETRIES: u32 = 2;
+/// The first retry's wait; each next one doubles, up to [`MAX_BACKOFF`].
+pub const DEFAULT_BACKOFF: Duration = Duration::from_millis(500);
+/// The longest wait between tries (a larger `Retry-After` is cut to it).
+pub const MAX_BACKOFF: Duration = Duration::from_secs(8);
+
 impl OpenAi {
     /// A client for the API base `url` (`http://127.0.0.1:8080/v1`, or the full
     /// `…/chat/completions` URL) asking `model`; 30 s timeout, 2 retries.
     pub fn new(url: impl Into<String>, model: impl Into<String>) -> OpenAi {
-        let timeout = Duration::from_secs(30);
+        let timeout = DEFAULT_TIMEOUT;
         OpenAi {
             url: url.into(),
             model: model.into(),
             api_key: None,
             model_by_operation: BTreeMap::new(),
             timeout,
-            retries: 2,
-            backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(8),
+            retries: DEFAULT_RETRIES,
+            backoff: DEFAULT_BACKOFF,
+            max_backoff: MAX_BACKOFF,
             json_mode: JsonMode::Schema,
             agent: ureq::AgentBuilder::new().timeout(timeout).build(),
         }

@@ -453,25 +453,38 @@ impl Worker {
         bank: &str,
         f: impl FnOnce(&guest::GuestBank, &mut wasmtime::Store<HostState>, ResourceAny) -> GuestCall<T>,
     ) -> Result<T> {
+        self.with_banks(&[bank.to_string()], |api, store, handles| f(api, store, handles[0]))
+    }
+
+    /// Runs `f` on the resources of `banks` (in that order), opening each on first use.
+    pub(crate) fn with_banks<T>(
+        &mut self,
+        banks: &[String],
+        f: impl FnOnce(&guest::GuestBank, &mut wasmtime::Store<HostState>, &[ResourceAny]) -> GuestCall<T>,
+    ) -> Result<T> {
         self.with_instance(|inst| {
-            let handle = match inst.banks.get(bank) {
-                Some(h) => *h,
-                None => {
-                    let opened = inst.world.hindsight_memory_api().engine().call_open_bank(
-                        &mut inst.store,
-                        inst.engine,
-                        bank,
-                    )?;
-                    match opened {
-                        Ok(h) => {
-                            inst.banks.insert(bank.to_string(), h);
-                            h
+            let mut handles = Vec::with_capacity(banks.len());
+            for bank in banks {
+                let handle = match inst.banks.get(bank) {
+                    Some(h) => *h,
+                    None => {
+                        let opened = inst.world.hindsight_memory_api().engine().call_open_bank(
+                            &mut inst.store,
+                            inst.engine,
+                            bank,
+                        )?;
+                        match opened {
+                            Ok(h) => {
+                                inst.banks.insert(bank.to_string(), h);
+                                h
+                            }
+                            Err(e) => return Ok(Err(e)),
                         }
-                        Err(e) => return Ok(Err(e)),
                     }
-                }
-            };
-            f(&inst.world.hindsight_memory_api().bank(), &mut inst.store, handle)
+                };
+                handles.push(handle);
+            }
+            f(&inst.world.hindsight_memory_api().bank(), &mut inst.store, &handles)
         })
     }
 

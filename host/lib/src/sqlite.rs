@@ -9,6 +9,7 @@ use hindsight_types::{Op, Store, StoreError};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::error::{Error, Result};
+use crate::keys::prefix_end;
 
 /// The file layout this host writes, kept in `PRAGMA user_version`. 0: hindsight 0.1 (a table
 /// that may still be WITHOUT ROWID); 1: the rowid `kv` table.
@@ -152,18 +153,6 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         tx.pragma_update(None, "user_version", SQLITE_FORMAT)?;
     }
     tx.commit()
-}
-
-/// The smallest byte string greater than every string starting with `prefix`, if any.
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 /// Whether this process may create files in `dir` (root may, whatever the mode says).

@@ -160,9 +160,11 @@ impl From<types::RecallResult> for api::RecallResult {
                     conflicting: i.conflicting,
                     possibly_stale: i.possibly_stale,
                     in_prompt: i.in_prompt,
+                    bank: i.bank,
                 })
                 .collect(),
             prompt: r.prompt,
+            skipped_banks: Vec::new(),
         }
     }
 }

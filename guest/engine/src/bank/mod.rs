@@ -30,6 +30,7 @@ use crate::segment::Segment;
 use crate::store::{scan_all, Op, Store, StoreError};
 pub use distill::TaskEnd;
 pub use lifecycle::HistoryEntry;
+pub use recall::recall_across;
 use state::State;
 
 /// The store key (under the bank's prefix) of the keyword index snapshot.

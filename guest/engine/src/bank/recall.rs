@@ -15,10 +15,11 @@ use crate::store::StoreError;
 
 impl Bank {
     pub fn recall(&mut self, q: RecallQuery) -> Result<RecallResult> {
-        self.transact(|bank| bank.recall_once(q.clone()))
+        recall_across(&mut [self], q)
     }
 
-    fn recall_once(&mut self, q: RecallQuery) -> Result<RecallResult> {
+    /// The query checked against the limits: its trimmed text and k.
+    fn checked_query<'q>(&self, q: &'q RecallQuery) -> Result<(&'q str, u32)> {
         let limits = &self.settings.limits;
         let query = q.query.trim();
         if query.is_empty() {
@@ -36,11 +37,18 @@ impl Bank {
                 return Err(Error::invalid("min_score", "must be a finite number"));
             }
         }
-        let query_vector = match q.vector.clone() {
-            Some(v) => checked_vector(v, self.embedder.dimension())?,
-            None => self.embedder.embed_batch(&[query])?.remove(0),
-        };
-        let settings = &self.settings;
+        Ok((query, k))
+    }
+
+    /// The bank's candidates for a query: the `pool` nearest by vector and the `pool` best by
+    /// keywords, each with both kinds of evidence.
+    fn recall_candidates(
+        &self,
+        q: &RecallQuery,
+        query: &str,
+        query_vector: &[f32],
+        pool: usize,
+    ) -> HashMap<u32, Evidence> {
         let state = &self.state;
         let now = q.now;
         let eligible = |slot: u32| -> bool {
@@ -54,69 +62,64 @@ impl Bank {
                 && (q.tags.is_empty() || q.tags.iter().any(|t| m.tags.contains(t)))
                 && q.scope.as_ref().is_none_or(|s| m.scope == *s || m.scope.level == ScopeLevel::Global)
         };
-        let pool = (k * settings.recall.candidate_factor).max(50) as usize;
-        let dense = state.search_vectors(&query_vector, pool, eligible);
-        let lexical = state.lexical.search(query, &settings.lexical, pool, eligible);
+        let dense = state.search_vectors(query_vector, pool, eligible);
+        let lexical = state.lexical.search(query, &self.settings.lexical, pool, eligible);
         let mut evidence: HashMap<u32, Evidence> = HashMap::new();
         for &(slot, similarity) in &dense {
             evidence.insert(slot, Evidence { similarity, bm25: 0.0 });
         }
         for &(slot, bm25) in &lexical {
             evidence.entry(slot).and_modify(|e| e.bm25 = bm25).or_insert_with(|| Evidence {
-                similarity: crate::index::dot(&query_vector, state.vector(slot).unwrap_or(&[])),
+                similarity: crate::index::dot(query_vector, state.vector(slot).unwrap_or(&[])),
                 bm25,
             });
         }
-        let bounds = Bounds::over(evidence.values().copied());
-        let mut ranked: Vec<(u32, Score)> = evidence
-            .iter()
-            .map(|(&slot, &e)| {
-                let m = state.slots[slot as usize].as_ref().expect("candidates are live");
-                (slot, score::fuse(m, e, &bounds, now, q.task_type.as_deref(), &settings.recall))
-            })
-            .filter(|(_, s)| q.min_score.is_none_or(|min| s.total >= min))
-            .collect();
-        ranked.sort_by(|a, b| {
-            b.1.total.total_cmp(&a.1.total).then_with(|| {
-                let (ma, mb) = (&state.slots[a.0 as usize], &state.slots[b.0 as usize]);
-                ma.as_ref().map(|m| &m.id).cmp(&mb.as_ref().map(|m| &m.id))
-            })
-        });
-        ranked.truncate(k as usize);
+        evidence
+    }
 
-        // Being recalled is use: record it, in one commit.
-        let stale_ms = (settings.recall.stale_after_days as f64 * DAY_MS as f64) as i64;
-        let mut items = Vec::with_capacity(ranked.len());
-        for (slot, score) in ranked {
-            let mut m = state.slots[slot as usize].clone().expect("ranked slots are live");
-            m.access_count = m.access_count.saturating_add(1);
-            m.touch(now);
-            m.decay_periods = 0;
-            let conflicting = m
-                .conflicts_with
+    /// A ranked memory as recall returns it.
+    fn recalled(&self, slot: u32, score: Score, now: i64) -> Recalled {
+        let state = &self.state;
+        let m = state.slots[slot as usize].clone().expect("ranked slots are live");
+        let conflicting = m
+            .conflicts_with
+            .iter()
+            .filter(|id| state.memory(id).is_some_and(Record::is_active))
+            .cloned()
+            .collect();
+        let stale_ms = (self.settings.recall.stale_after_days as f64 * DAY_MS as f64) as i64;
+        let possibly_stale = now.saturating_sub(m.occurred_at) > stale_ms;
+        Recalled { memory: m, score, conflicting, possibly_stale, in_prompt: false, bank: self.id.clone() }
+    }
+
+    /// Being recalled is use: counted on each memory, in one commit (against the bank as the
+    /// store holds it now). Returns the memories as stored after it.
+    fn record_use(&mut self, ids: &[String], now: i64) -> Result<Vec<Option<Record>>> {
+        self.transact(|bank| {
+            let used: Vec<Option<Record>> = ids
                 .iter()
-                .filter(|id| state.memory(id).is_some_and(Record::is_active))
-                .cloned()
+                .map(|id| {
+                    bank.state.memory(id).cloned().map(|mut m| {
+                        m.access_count = m.access_count.saturating_add(1);
+                        m.touch(now);
+                        m.decay_periods = 0;
+                        m
+                    })
+                })
                 .collect();
-            let possibly_stale = now.saturating_sub(m.occurred_at) > stale_ms;
-            items.push(Recalled { memory: m, score, conflicting, possibly_stale, in_prompt: false });
-        }
-        if !items.is_empty() {
-            let ops = items.iter().map(|r| self.put_memory(&r.memory)).collect();
-            match self.commit_to_store(ops, now) {
+            let ops = used.iter().flatten().map(|m| bank.put_memory(m)).collect();
+            match bank.commit_to_store(ops, now) {
                 Ok(()) => {
-                    for r in &items {
-                        self.state.update(r.memory.clone());
+                    for m in used.iter().flatten() {
+                        bank.state.update(m.clone());
                     }
                 }
                 // A database this host may only read still answers; the use goes unrecorded.
                 Err(StoreError::ReadOnly(_)) => {}
                 Err(e) => return Err(e.into()),
             }
-        }
-        let budget = q.prompt_tokens.unwrap_or(self.settings.recall.prompt_tokens) as usize;
-        let prompt = prompt::block(&mut items, budget, self.settings.recall.prompt_min_relevance);
-        Ok(RecallResult { items, prompt })
+            Ok(used)
+        })
     }
 
     /// The `k` active memories nearest `vector` by the vector index alone (no fusion, no use
@@ -137,4 +140,59 @@ impl Bank {
     pub fn index_segments(&self) -> usize {
         self.state.segments.len()
     }
+}
+
+/// Recall over several banks as one: every bank's candidates in one pool, normalised together
+/// and ranked by one score, so a strong memory in a shared bank outranks a weak private one.
+/// On equal scores the bank listed first wins (private before shared). Each item names its
+/// bank; the prompt block marks the ones from a bank other than the first.
+pub fn recall_across(banks: &mut [&mut Bank], q: RecallQuery) -> Result<RecallResult> {
+    let first = banks.first().ok_or_else(|| Error::invalid("banks", "must name at least one bank"))?;
+    let (query, k) = first.checked_query(&q)?;
+    let settings = first.settings.clone();
+    let query_vector = match q.vector.clone() {
+        Some(v) => checked_vector(v, first.embedder.dimension())?,
+        None => first.embedder.embed_batch(&[query])?.remove(0),
+    };
+    let pool = (k * settings.recall.candidate_factor).max(50) as usize;
+    let mut evidence: Vec<(usize, u32, Evidence)> = Vec::new();
+    for (b, bank) in banks.iter_mut().enumerate() {
+        bank.sync()?;
+        evidence.extend(
+            bank.recall_candidates(&q, query, &query_vector, pool).into_iter().map(|(slot, e)| (b, slot, e)),
+        );
+    }
+    let bounds = Bounds::over(evidence.iter().map(|(_, _, e)| *e));
+    let mut ranked: Vec<(usize, u32, Score)> = evidence
+        .into_iter()
+        .map(|(b, slot, e)| {
+            let m = banks[b].state.slots[slot as usize].as_ref().expect("candidates are live");
+            (b, slot, score::fuse(m, e, &bounds, q.now, q.task_type.as_deref(), &settings.recall))
+        })
+        .filter(|(_, _, s)| q.min_score.is_none_or(|min| s.total >= min))
+        .collect();
+    let id = |b: usize, slot: u32| banks[b].state.slots[slot as usize].as_ref().map(|m| m.id.clone());
+    ranked.sort_by(|x, y| {
+        y.2.total.total_cmp(&x.2.total).then(x.0.cmp(&y.0)).then_with(|| id(x.0, x.1).cmp(&id(y.0, y.1)))
+    });
+    ranked.truncate(k as usize);
+
+    let mut items: Vec<Recalled> =
+        ranked.iter().map(|&(b, slot, score)| banks[b].recalled(slot, score, q.now)).collect();
+    for (b, bank) in banks.iter_mut().enumerate() {
+        let mine: Vec<usize> = (0..items.len()).filter(|&i| ranked[i].0 == b).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let ids: Vec<String> = mine.iter().map(|&i| items[i].memory.id.clone()).collect();
+        for (i, used) in mine.into_iter().zip(bank.record_use(&ids, q.now)?) {
+            if let Some(m) = used {
+                items[i].memory = m;
+            }
+        }
+    }
+    let budget = q.prompt_tokens.unwrap_or(settings.recall.prompt_tokens) as usize;
+    let home = banks[0].id.clone();
+    let prompt = prompt::block(&mut items, budget, settings.recall.prompt_min_relevance, &home);
+    Ok(RecallResult { items, prompt })
 }

@@ -566,3 +566,48 @@ fn a_task_ended_by_two_instances_at_once_is_distilled_once() {
     assert_eq!(open(&store).task(&id).unwrap().outcome, Some(Outcome::Success));
     assert_eq!(open(&store).stats().unwrap().active, 1, "one distillation, one memory");
 }
+
+fn open_named(store: &Arc<MemoryStore>, id: &str) -> Bank {
+    Bank::open(
+        id,
+        Box::new(store.clone()),
+        Rc::new(crate::test_support::HashEmbedder { dimension: 64 }),
+        Rc::new(crate::llm::NoLlm),
+        Rc::new(Settings::default()),
+    )
+    .unwrap()
+}
+
+#[test]
+fn recall_across_banks_ranks_one_pool_and_names_each_items_bank() {
+    let store = Arc::new(MemoryStore::new());
+    let mut private = open_named(&store, "agent:coder");
+    let mut shared = open_named(&store, "shared");
+    retain_one(&mut private, Memory::new("lunch orders go through the office chat"), NOW);
+    retain_one(&mut shared, Memory::new("the X-200 firmware update fails over wifi"), NOW);
+    let mut q = query("X-200 firmware update fails");
+    q.k = Some(2);
+    let result = crate::recall_across(&mut [&mut private, &mut shared], q.clone()).unwrap();
+    assert_eq!(texts(&result)[0], "the X-200 firmware update fails over wifi", "the better match wins");
+    assert_eq!(result.items[0].bank, "shared");
+    assert_eq!(result.items[1].bank, "agent:coder");
+    assert!(result.prompt.contains("shared, from shared] the X-200"), "{}", result.prompt);
+    // Use is recorded in the bank each memory lives in.
+    let again = open_named(&store, "shared");
+    assert_eq!(again.state.memory(&result.items[0].memory.id).unwrap().access_count, 1);
+
+    // The same memory in two banks scores the same: the bank listed first wins.
+    let (mut a, mut b) = (open_named(&store, "user:1"), open_named(&store, "team"));
+    for bank in [&mut a, &mut b] {
+        retain_one(bank, Memory::new("the X-200 firmware update fails over wifi"), NOW);
+    }
+    let both = crate::recall_across(&mut [&mut a, &mut b], q.clone()).unwrap();
+    assert_eq!(both.items[0].score.total, both.items[1].score.total);
+    assert_eq!((both.items[0].bank.as_str(), both.items[1].bank.as_str()), ("user:1", "team"));
+    let (mut a, mut b) = (open_named(&store, "user:2"), open_named(&store, "team2"));
+    for bank in [&mut a, &mut b] {
+        retain_one(bank, Memory::new("the X-200 firmware update fails over wifi"), NOW);
+    }
+    let flipped = crate::recall_across(&mut [&mut b, &mut a], q).unwrap();
+    assert_eq!(flipped.items[0].bank, "team2");
+}

@@ -12,8 +12,9 @@ use hindsight::{
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use rmcp::{tool, tool_handler, tool_router, RoleServer, ServerHandler, ServiceExt};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -21,9 +22,12 @@ use serde_json::{json, Value};
 
 use crate::error::{CliError, CliResult};
 
+mod auth;
 mod frame;
 mod http;
 mod stdio;
+
+pub use auth::Auth;
 
 const INSTRUCTIONS: &str = "Long-term memory across tasks. Before a task, call memory_search with \
 what you are about to do and put the returned `prompt` block in your context. While or after \
@@ -149,6 +153,9 @@ pub struct WriteArgs {
 pub struct SearchArgs {
     /// What you are about to do or want to know, in plain words.
     pub query: String,
+    /// Search several banks at once, ranked together, private first (e.g. ["agent:coder",
+    /// "shared"]); each item names its bank. Instead of `bank`.
+    pub banks: Option<Vec<String>>,
     /// How many memories to return (default: the server's recall.default_k, 5).
     pub k: Option<u32>,
     /// Only these kinds.
@@ -257,6 +264,17 @@ pub struct HistoryArgs {
     pub bank: Option<String>,
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShareArgs {
+    /// The memory to copy.
+    pub id: String,
+    /// The bank to copy it into, e.g. "shared".
+    pub to: String,
+    /// The bank it is in; default: the server's --bank.
+    pub bank: Option<String>,
+}
+
 #[derive(Clone)]
 pub struct MemoryServer {
     hs: Hindsight,
@@ -293,6 +311,15 @@ fn summary(end: hindsight::TaskEnd) -> Value {
     })
 }
 
+/// A blocking call's value as the tool's structured result, or its error as a tool error.
+fn structured<T: Serialize>(done: Result<hindsight::Result<T>, tokio::task::JoinError>) -> CallToolResult {
+    match done {
+        Ok(Ok(value)) => CallToolResult::structured(serde_json::to_value(value).expect("results serialise")),
+        Ok(Err(e)) => tool_error(engine_error(e)),
+        Err(e) => tool_error(format!("the call failed in the server: {e}")),
+    }
+}
+
 /// An engine error as the calling model should read it: for one item, the field without the
 /// batch's item index.
 fn engine_error(e: hindsight::Error) -> String {
@@ -307,23 +334,26 @@ impl MemoryServer {
         MemoryServer { hs, default_bank, tool_router: Self::tool_router() }
     }
 
-    /// Runs `f` on the bank (off the async threads: engine calls block); its value is the tool's
-    /// structured result.
+    /// Runs `f` on the bank (off the async threads: engine calls block) as the request's
+    /// principal, when the server has one for it; its value is the tool's structured result.
     async fn on_bank<T: Serialize + Send + 'static>(
         &self,
+        ctx: &RequestContext<RoleServer>,
         bank: Option<String>,
         f: impl FnOnce(Bank) -> hindsight::Result<T> + Send + 'static,
     ) -> CallToolResult {
-        let bank = match self.hs.bank(bank.as_deref().unwrap_or(&self.default_bank)) {
+        let bank = match self.caller(ctx).bank(bank.as_deref().unwrap_or(&self.default_bank)) {
             Ok(bank) => bank,
             Err(e) => return tool_error(engine_error(e)),
         };
-        match tokio::task::spawn_blocking(move || f(bank)).await {
-            Ok(Ok(value)) => {
-                CallToolResult::structured(serde_json::to_value(value).expect("results serialise"))
-            }
-            Ok(Err(e)) => tool_error(engine_error(e)),
-            Err(e) => tool_error(format!("the call failed in the server: {e}")),
+        structured(tokio::task::spawn_blocking(move || f(bank)).await)
+    }
+
+    /// The library handle acting as the request's principal, when the server has one for it.
+    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Hindsight {
+        match auth::principal(ctx) {
+            Some(principal) => self.hs.as_principal(principal),
+            None => self.hs.clone(),
         }
     }
 }
@@ -333,7 +363,11 @@ impl MemoryServer {
     #[tool(
         description = "Keep a memory for future tasks: what worked, what failed and why, a user's constraint or preference. Returns what became of it: action created, reinforced (a duplicate), merged, superseded (it replaced an older memory that it contradicts) or filtered (not worth keeping), with the memory's id and the reason."
     )]
-    async fn memory_write(&self, Parameters(args): Parameters<Args<WriteArgs>>) -> CallToolResult {
+    async fn memory_write(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<WriteArgs>>,
+    ) -> CallToolResult {
         let bank = match args.raw.get("bank") {
             None | Some(Value::Null) => None,
             Some(Value::String(b)) => Some(b.clone()),
@@ -347,13 +381,17 @@ impl MemoryServer {
             Ok(item) => item,
             Err(e) => return tool_error(format!("invalid input: {e}")),
         };
-        self.on_bank(bank, move |b| Ok(b.retain([item])?.remove(0))).await
+        self.on_bank(&ctx, bank, move |b| Ok(b.retain([item])?.remove(0))).await
     }
 
     #[tool(
         description = "Recall the memories that matter for a task or question, best first, scored by meaning, keywords, recency, confidence and source. Returns `items` (each with id, content, kind, score breakdown, and flags for conflicting or possibly stale memories) and `prompt`, a block ready to put in your context."
     )]
-    async fn memory_search(&self, Parameters(args): Parameters<Args<SearchArgs>>) -> CallToolResult {
+    async fn memory_search(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<SearchArgs>>,
+    ) -> CallToolResult {
         let a = parsed!(args);
         let mut query = Query::new(a.query);
         query.k = a.k;
@@ -374,13 +412,25 @@ impl MemoryServer {
             Ok(now) => now,
             Err(e) => return tool_error(format!("invalid input: {e}")),
         };
-        self.on_bank(a.bank, move |b| b.recall(query)).await
+        match a.banks {
+            Some(_) if a.bank.is_some() => tool_error("banks: give either bank or banks, not both"),
+            Some(banks) => {
+                let hs = self.caller(&ctx);
+                let done = tokio::task::spawn_blocking(move || hs.recall(banks, query)).await;
+                structured(done)
+            }
+            None => self.on_bank(&ctx, a.bank, move |b| b.recall(query)).await,
+        }
     }
 
     #[tool(
         description = "End a task and keep its lessons (hindsight): give task_id and outcome, or pass a whole trajectory (goal, steps, outcome) to distil. Uses the host's language model when one is configured, rules otherwise. Returns the method, the reason, and each candidate memory with what became of it."
     )]
-    async fn memory_summarize(&self, Parameters(args): Parameters<Args<SummarizeArgs>>) -> CallToolResult {
+    async fn memory_summarize(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<SummarizeArgs>>,
+    ) -> CallToolResult {
         let a = parsed!(args);
         let outcome = match Outcome::parse("outcome", &a.outcome) {
             Ok(o) => o,
@@ -395,7 +445,7 @@ impl MemoryServer {
                 "task_id: give either task_id (to end that task) or goal and steps (a trajectory), not both",
             ),
             (Some(id), false) => {
-                self.on_bank(a.bank, move |b| Ok(summary(b.resume_task(&id)?.end(end)?))).await
+                self.on_bank(&ctx, a.bank, move |b| Ok(summary(b.resume_task(&id)?.end(end)?))).await
             }
             (None, _) => {
                 let Some(goal) = a.goal else {
@@ -416,7 +466,7 @@ impl MemoryServer {
                 let facts = a.facts.unwrap_or_default();
                 let mut new = hindsight::NewTask::new(goal);
                 new.task_type = a.task_type;
-                self.on_bank(a.bank, move |b| {
+                self.on_bank(&ctx, a.bank, move |b| {
                     let task = b.begin_task(new)?;
                     let filled = steps
                         .into_iter()
@@ -437,10 +487,14 @@ impl MemoryServer {
     #[tool(
         description = "Forget a memory by id: soft (the default) archives it — no longer recalled, restorable; hard erases it from the store."
     )]
-    async fn memory_forget(&self, Parameters(args): Parameters<Args<ForgetArgs>>) -> CallToolResult {
+    async fn memory_forget(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<ForgetArgs>>,
+    ) -> CallToolResult {
         let a = parsed!(args);
         let hard = a.hard.unwrap_or(false);
-        self.on_bank(a.bank, move |b| {
+        self.on_bank(&ctx, a.bank, move |b| {
             if hard {
                 b.forget_hard(&a.id)?;
             } else {
@@ -454,21 +508,29 @@ impl MemoryServer {
     #[tool(
         description = "Say how recalled memories worked out: success (following them worked), failure (it did not) or correction (the user corrected them). Adjusts their confidence; returns the updated memories."
     )]
-    async fn memory_feedback(&self, Parameters(args): Parameters<Args<FeedbackArgs>>) -> CallToolResult {
+    async fn memory_feedback(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<FeedbackArgs>>,
+    ) -> CallToolResult {
         let a = parsed!(args);
         let outcome = match FeedbackOutcome::parse("outcome", &a.outcome) {
             Ok(o) => o,
             Err(e) => return tool_error(format!("invalid input: {e}")),
         };
-        self.on_bank(a.bank, move |b| Ok(json!({"memories": b.feedback(a.ids, outcome)?}))).await
+        self.on_bank(&ctx, a.bank, move |b| Ok(json!({"memories": b.feedback(a.ids, outcome)?}))).await
     }
 
     #[tool(
         description = "Erase a task's working memory (its steps, facts and notes) for good, e.g. when it holds a secret. Memories distilled from it stay (forget those with memory_forget)."
     )]
-    async fn memory_task_delete(&self, Parameters(args): Parameters<Args<TaskDeleteArgs>>) -> CallToolResult {
+    async fn memory_task_delete(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<TaskDeleteArgs>>,
+    ) -> CallToolResult {
         let a = parsed!(args);
-        self.on_bank(a.bank, move |b| {
+        self.on_bank(&ctx, a.bank, move |b| {
             b.delete_task(&a.task_id)?;
             Ok(json!({"task_id": a.task_id, "deleted": "hard"}))
         })
@@ -478,17 +540,37 @@ impl MemoryServer {
     #[tool(
         description = "The history of a memory: the memories it replaced or absorbed and what replaced it, with times (event created, superseded, merged or archived)."
     )]
-    async fn memory_history(&self, Parameters(args): Parameters<Args<HistoryArgs>>) -> CallToolResult {
+    async fn memory_history(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<HistoryArgs>>,
+    ) -> CallToolResult {
         let a = parsed!(args);
-        self.on_bank(a.bank, move |b| Ok(json!({"entries": b.history(&a.id)?}))).await
+        self.on_bank(&ctx, a.bank, move |b| Ok(json!({"entries": b.history(&a.id)?}))).await
+    }
+
+    #[tool(
+        description = "Share a memory: copy it into another bank (e.g. a shared space other agents recall from) through that bank's duplicate, update and conflict checks; the copy's metadata.shared_from names the bank and id it came from. Returns what became of the copy."
+    )]
+    async fn memory_share(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<ShareArgs>>,
+    ) -> CallToolResult {
+        let a = parsed!(args);
+        self.on_bank(&ctx, a.bank, move |b| b.share(&a.id, &a.to)).await
     }
 
     #[tool(
         description = "Undo a wrong supersede: a superseded memory (see memory_history) becomes active again and is kept beside the memory that replaced it, both flagged as conflicting, so the same pair is not superseded again. Returns the memory."
     )]
-    async fn memory_unsupersede(&self, Parameters(args): Parameters<Args<HistoryArgs>>) -> CallToolResult {
+    async fn memory_unsupersede(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<HistoryArgs>>,
+    ) -> CallToolResult {
         let a = parsed!(args);
-        self.on_bank(a.bank, move |b| b.unsupersede(&a.id)).await
+        self.on_bank(&ctx, a.bank, move |b| b.unsupersede(&a.id)).await
     }
 }
 
@@ -539,7 +621,7 @@ pub fn serve_stdio(hs: Hindsight, default_bank: String) -> CliResult<()> {
 
 /// Serves MCP over streamable HTTP at `/mcp` (and `GET /health`) until Ctrl-C or SIGTERM; then
 /// checkpoints the store.
-pub fn serve_http(hs: Hindsight, default_bank: String, addr: SocketAddr) -> CliResult<()> {
+pub fn serve_http(hs: Hindsight, default_bank: String, addr: SocketAddr, auth: Auth) -> CliResult<()> {
     let server = MemoryServer::new(hs.clone(), default_bank);
     let served = runtime()?.block_on(async move {
         let mut config = StreamableHttpServerConfig::default();
@@ -554,12 +636,15 @@ pub fn serve_http(hs: Hindsight, default_bank: String, addr: SocketAddr) -> CliR
         let router = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn_with_state(sessions, http::reject_malformed))
+            // Outermost: a request without a valid token goes no further.
+            .layer(axum::middleware::from_fn_with_state(auth.clone(), auth::require_token))
             .route("/health", axum::routing::get(|| async { "ok" }));
+        auth.reload_on_hangup();
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| CliError::new("config", format!("listening on {addr}: {e}")))?;
         let bound = listener.local_addr().map_err(|e| CliError::new("config", e.to_string()))?;
-        eprintln!("hindsight: MCP over streamable HTTP at http://{bound}/mcp");
+        eprintln!("hindsight: MCP over streamable HTTP at http://{bound}/mcp{}", auth.describe());
         axum::serve(listener, router)
             .with_graceful_shutdown(async move {
                 shutdown_signal().await;

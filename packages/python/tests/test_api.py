@@ -1,0 +1,218 @@
+"""The whole API: memories through their lifecycle, tasks, consolidation with a scripted LLM."""
+
+import json
+
+import pytest
+
+from hindsight_memory import (Distilled, Hindsight, HindsightError, HistoryEntry, LlmConfig, MaintainReport, Memory,
+                              NewMemory, Scope, Stats, Step, TaskEnd, TaskState)
+from scripted_llm import ScriptedServer, completion, operation
+
+NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+DAY = 86_400_000
+
+
+def test_retain_takes_text_dicts_and_new_memories_and_get_returns_the_record(hs):
+    bank = hs.bank("api-retain")
+    out = bank.retain([
+        "Deploys to production happen on Tuesdays",
+        {"content": "处理中文CSV时需指定encoding='utf-8-sig'", "kind": "procedural", "tags": ["csv"],
+         "scope": {"level": "project", "id": "etl"}, "metadata": {"turn": "D1:3"}, "importance": 0.9,
+         "source": "user_explicit", "force": True},
+        NewMemory("The nightly job writes to s3://exports", kind="semantic", scope=Scope("session", "s1"),
+                  occurred_at=NOW - DAY, force=True),
+    ], now=NOW)
+    assert [o.action for o in out] == ["created"] * 3, out
+    m = bank.get(out[1].id)
+    assert isinstance(m, Memory)
+    assert (m.kind, m.scope, m.tags, m.source, m.importance) == ("procedural", Scope("project", "etl"), ["csv"],
+                                                                 "user-explicit", pytest.approx(0.9))
+    assert m.meta("turn") == "D1:3" and m.metadata == [("turn", "D1:3")]
+    assert m.embedding_model == hs.model_id and m.status == "active"
+    assert bank.get(out[2].id).occurred_at == NOW - DAY
+    assert m.to_dict()["scope"] == {"level": "project", "id": "etl"}
+
+    hits = bank.recall("which encoding for a Chinese CSV", k=2, now=NOW, kinds=["procedural"], tags=["csv"],
+                       scope=Scope("project", "etl"))
+    assert [i.memory.id for i in hits.items] == [out[1].id]
+    assert hits.items[0].score.total > 0 and hits.items[0].in_prompt
+    vector = hs.embed(["which encoding for a Chinese CSV"])[0]
+    assert len(vector) == bank.stats().dimension
+    again = bank.recall("which encoding for a Chinese CSV", k=1, now=NOW, vector=vector, min_score=0.0)
+    assert again.items[0].memory.id == out[1].id
+    [only] = bank.retain("A single text works too", now=NOW)
+    assert only.id
+    assert "api-retain" in hs.banks()
+
+
+def test_stats_feedback_history_and_maintain(hs):
+    bank = hs.bank("api-stats")
+    [a] = bank.retain([{"content": "The build cache lives in /var/cache/ci", "force": True}], now=NOW)
+    stats = bank.stats()
+    assert isinstance(stats, Stats) and stats.active == 1 and stats.bank == "api-stats"
+    assert ("episodic", 1) in stats.active_by_kind
+    [m] = bank.feedback([a.id], "success", now=NOW + 1000)
+    assert m.confidence > bank.at(NOW).get(a.id).confidence - 1  # returned the updated record
+    with pytest.raises(HindsightError) as e:
+        bank.feedback([a.id, "no-such-id"], "failure")
+    assert e.value.kind == "not-found"
+    [entry] = bank.history(a.id)
+    assert isinstance(entry, HistoryEntry) and entry.event == "created" and entry.memory.id == a.id
+    report = bank.maintain(now=NOW + 400 * DAY, dry_run=True)
+    assert isinstance(report, MaintainReport) and report.active_before == 1
+    assert bank.stats().active == 1, "a dry run changes nothing"
+
+
+def test_forget_soft_restores_and_forget_hard_erases(hs):
+    bank = hs.bank("api-forget")
+    soft, hard = bank.retain([{"content": "The VPN needs the split-tunnel profile", "force": True},
+                              {"content": "The user's home address is 12 Elm Street", "force": True}], now=NOW)
+    bank.forget(soft.id, now=NOW + 1)
+    assert bank.get(soft.id).status == "archived"
+    assert soft.id not in [i.memory.id for i in bank.recall("VPN profile", now=NOW + 2).items]
+    assert bank.restore(soft.id, now=NOW + 3).status == "active"
+
+    bank.forget(hard.id, hard=True, now=NOW + 4)
+    with pytest.raises(HindsightError) as e:
+        bank.get(hard.id)
+    assert e.value.kind == "not-found"
+    with pytest.raises(HindsightError) as e:
+        bank.restore(hard.id)
+    assert e.value.kind == "not-found"
+    assert bank.stats().total == 1
+    assert "Elm Street" not in json.dumps([i.memory.content for i in bank.recall("home address", now=NOW + 5).items])
+
+
+def test_unsupersede_brings_a_replaced_memory_back_beside_its_replacement(hs):
+    bank = hs.bank("api-unsupersede")
+    [old] = bank.retain(["The staging database lives on port 5432"], now=NOW)
+    [new] = bank.retain(["The staging database moved to port 6543"], now=NOW + DAY)
+    assert new.action == "superseded" and new.related == old.id, new
+    assert bank.get(old.id).status == "superseded"
+    hits = bank.recall("staging database port", now=NOW + DAY, include_superseded=True)
+    assert old.id in [i.memory.id for i in hits.items]
+    events = [(h.event, h.memory.id) for h in bank.history(old.id)]
+    assert ("created", old.id) in events and ("superseded", old.id) in events, events
+
+    back = bank.unsupersede(old.id, now=NOW + 2 * DAY)
+    assert back.status == "active" and back.id == old.id
+    assert new.id in back.conflicts_with or old.id in bank.get(new.id).conflicts_with
+    assert bank.stats().active == 2
+    with pytest.raises(HindsightError):
+        bank.unsupersede(new.id)  # never superseded
+
+
+def test_a_task_from_begin_to_distillation(hs):
+    bank = hs.bank("api-tasks")
+    task = bank.begin_task("clean the vendor CSV export", task_type="data-cleaning", now=NOW)
+    assert task.id and task.state().goal == "clean the vendor CSV export"
+    task.step("tool-call", "pd.read_csv('v.csv')", tool="python")
+    task.step("tool-result", "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff", tool="python", error=True)
+    task.step("thought", "retry with the BOM-aware codec", step_id="s-3")
+    task.step("thought", "retry with the BOM-aware codec", step_id="s-3")  # a retried request: one step
+    task.update(step=Step("tool-call", "pd.read_csv('v.csv', encoding='utf-8-sig')", tool="python"))
+    task.fact("the vendor CSV starts with a BOM")
+    task.fact("the vendor CSV starts with a BOM")  # the same update twice changes nothing
+    task.assume("every export has the same columns")
+    task.question("does the vendor ever send UTF-16?")
+    task.note("ask the vendor to drop the BOM")
+    state = task.current_step("writing the cleaned file")
+    assert isinstance(state, TaskState)
+    assert state.task_type == "data-cleaning"
+    assert state.confirmed_facts == ["the vendor CSV starts with a BOM"]
+    assert state.assumptions == ["every export has the same columns"]
+    assert state.open_questions == ["does the vendor ever send UTF-16?"]
+    assert state.notes == ["ask the vendor to drop the BOM"]
+    assert state.current_step == "writing the cleaned file"
+    assert [s.kind for s in state.steps] == ["tool-call", "tool-result", "thought", "tool-call"]
+    assert state.tool_calls[0].tool == "python" and state.tool_calls[0].error
+    assert "UnicodeDecodeError" in (state.tool_calls[0].result or "")
+
+    with pytest.raises(HindsightError) as e:
+        task.note("a change made against an old version", expected_version=state.version - 1)
+    assert e.value.kind == "conflict"
+    assert task.note("made against the current one", expected_version=state.version).version == state.version + 1
+
+    resumed = bank.resume_task(task.id)
+    assert resumed.state().version == state.version + 1
+    assert [t.id for t in bank.tasks()] == [task.id]
+
+    end = task.end("success", detail="cleaned 1,204 rows", force=True, now=NOW + 60_000)
+    assert isinstance(end, TaskEnd) and end.task.outcome == "success" and end.task.detail == "cleaned 1,204 rows"
+    assert end.method == "rules", end  # no LLM: the rules over the structured fields
+    assert all(isinstance(d, Distilled) for d in end.items)
+    assert any("BOM" in d.content for d in end.items), end.items
+    assert bank.tasks() == [] and [t.id for t in bank.tasks(all=True)] == [task.id]
+    with pytest.raises(HindsightError) as e:
+        task.distill(rules_only=True)
+    assert e.value.kind == "invalid-input" and "already distilled" in e.value.message
+
+    tiny = bank.begin_task("look up the retention period", now=NOW)
+    tiny.fact("logs are kept for 30 days")
+    skipped = tiny.end("success", now=NOW + 1000)
+    assert skipped.method == "skipped" and skipped.items == [] and "distil" in skipped.reason, skipped
+    again = tiny.distill(rules_only=True, now=NOW + 2000)  # distils it anyway
+    assert again.method == "rules" and any("30 days" in d.content for d in again.items), again
+
+    bank.delete_task(task.id)
+    with pytest.raises(HindsightError) as e:
+        bank.resume_task(task.id)
+    assert e.value.kind == "not-found"
+    with pytest.raises(HindsightError) as e:
+        task.step("dance", "x")
+    assert e.value.kind == "invalid-input" and e.value.field == "step.kind"
+
+
+def test_consolidate_needs_an_llm(hs):
+    bank = hs.bank("api-consolidate-no-llm")
+    bank.retain([{"content": "Ran the weekly report", "kind": "episodic", "force": True}], now=NOW)
+    with pytest.raises(HindsightError) as e:
+        bank.consolidate()
+    assert e.value.kind == "llm" and "language model" in e.value.message
+
+
+def test_consolidate_with_a_scripted_llm(tmp_path):
+    lessons = {"memories": [
+        {"kind": "semantic", "content": "The vendor's CSV exports always start with a UTF-8 BOM",
+         "tags": ["csv", "vendor"], "confidence": 0.9, "sources": [0, 1, 2]},
+        {"kind": "semantic", "content": "A guess nothing supports", "confidence": 0.9, "sources": []},
+        {"kind": "semantic", "content": "A shaky pattern", "confidence": 0.2, "sources": [0]},
+    ]}
+
+    def route(body):
+        if operation(body) == "consolidate":
+            return completion(json.dumps(lessons), prompt_tokens=300, completion_tokens=80)
+        return {"status": 503, "body_text": "only consolidation is scripted"}
+
+    with ScriptedServer(route=route) as server:
+        config = LlmConfig(url=server.url, model="scripted", retries=0, timeout_ms=5000)
+        with Hindsight.open(db=tmp_path / "consolidate.db", llm=config) as hs:
+            bank = hs.bank("consolidate")
+            episodes = ["Cleaned the vendor CSV from March: it started with a BOM",
+                        "Cleaned the vendor CSV from April: it started with a BOM again",
+                        "The May vendor export also had a byte-order mark at the start"]
+            bank.retain([{"content": e, "kind": "episodic", "force": True} for e in episodes], now=NOW)
+            items = bank.consolidate(since=NOW - DAY, now=NOW + DAY)
+            asked = [r["body"] for r in server.requests if operation(r["body"]) == "consolidate"]
+            assert len(asked) == 1 and "BOM" in asked[0]["messages"][1]["content"]
+            by_content = {d.content: d for d in items}
+            kept = by_content["The vendor's CSV exports always start with a UTF-8 BOM"]
+            assert kept.kind == "semantic" and kept.outcome.action == "created", kept
+            memory = bank.get(kept.outcome.id)
+            assert len(memory.meta("derived_from").split(",")) == 3
+            assert by_content["A guess nothing supports"].outcome.action == "filtered"
+            assert by_content["A shaky pattern"].outcome.action == "filtered"
+            usage = hs.llm_usage()["consolidate"]
+            assert (usage.calls, usage.failures, usage.prompt_tokens) == (1, 0, 300)
+
+
+def test_recall_across_banks_ranks_them_together_and_names_each_items_bank(hs):
+    hs.bank("agent:coder").retain("Lunch orders go through the office chat")
+    hs.bank("shared").retain("Vendor model X-200 fails its firmware update over Wi-Fi; use the USB cable")
+    hits = hs.recall(["agent:coder", "shared"], "firmware update fails", k=2)
+    assert [item.bank for item in hits.items] == ["shared", "agent:coder"]
+    assert "X-200" in hits.items[0].memory.content
+    assert "shared, from shared]" in hits.prompt
+    with pytest.raises(HindsightError) as e:
+        hs.recall(["shared", "shared"], "x")
+    assert e.value.field == "banks"
