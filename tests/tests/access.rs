@@ -111,3 +111,41 @@ fn recall_across_spaces_ranks_together_and_skips_what_the_principal_may_not_read
     }
     assert!(matches!(hs.recall(["shared", "shared"], at("x")), Err(Error::InvalidInput { .. })));
 }
+
+/// Answers extraction with one private and one shared lesson; every other call is "no model".
+struct SharingLlm;
+
+impl hindsight::Llm for SharingLlm {
+    fn complete(
+        &self,
+        request: &hindsight::LlmRequest,
+    ) -> Result<hindsight::LlmResponse, hindsight::LlmError> {
+        if request.operation != hindsight::LlmOperation::Extract {
+            return Err(hindsight::LlmError::Unavailable("scripted: extraction only".into()));
+        }
+        let text = r#"{"memories": [
+            {"kind": "procedural", "content": "This user wants answers in bullet points", "confidence": 0.9},
+            {"kind": "semantic", "content": "Vendor model X-200 fails its firmware update over Wi-Fi; flash it over USB", "confidence": 0.9, "share": true}
+        ]}"#;
+        Ok(hindsight::LlmResponse { text: text.into(), prompt_tokens: 10, completion_tokens: 10 })
+    }
+}
+
+#[test]
+fn a_lesson_the_llm_marks_share_lands_in_the_shared_bank_for_every_agent() {
+    let hs = hindsight_tests::open(hindsight_tests::builder().memory().llm(SharingLlm));
+    let support = bank(&hs, "agent:support");
+    let task = support.begin_task("update the customer's X-200").unwrap();
+    task.step(hindsight::Step::tool_call("flash", "firmware over wifi")).unwrap();
+    let end = task.end(hindsight::EndTask { force: true, ..hindsight::Outcome::Success.into() }).unwrap();
+    let placed: Vec<&str> = end.items.iter().map(|d| d.bank.as_str()).collect();
+    assert_eq!(placed, ["agent:support", "shared"], "{:?}", end.items);
+    let hits = hs.recall(["agent:coder", "shared"], query("X-200 firmware update", 1)).unwrap();
+    assert_eq!(hits.items[0].bank, "shared");
+    assert!(hits.items[0].memory.content.contains("over USB"));
+    let private = hs.recall(["agent:coder", "shared"], query("answers in bullet points", 3)).unwrap();
+    assert!(
+        private.items.iter().all(|i| !i.memory.content.contains("bullet points")),
+        "the preference stayed private"
+    );
+}

@@ -331,7 +331,7 @@ fn task_end_out(end: crate::TaskEnd) -> t::TaskEnd {
 }
 
 fn distilled_out(d: core::Distilled) -> t::Distilled {
-    t::Distilled { content: d.content, kind: kind_out(d.kind), outcome: outcome_out(d.outcome) }
+    t::Distilled { content: d.content, kind: kind_out(d.kind), outcome: outcome_out(d.outcome), bank: d.bank }
 }
 
 fn task_out(x: crate::task::Task) -> t::TaskState {

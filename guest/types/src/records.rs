@@ -725,6 +725,9 @@ pub struct Distilled {
     /// The write path's outcome, or `filtered` with the reason verification dropped it.
     #[serde(flatten)]
     pub outcome: RetainOutcome,
+    /// The bank it was written to: the task's own, or `spaces.shared_bank` for a lesson the
+    /// LLM marked as worth sharing.
+    pub bank: String,
 }
 
 /// How a task ended and what hindsight kept from it.

@@ -33,6 +33,22 @@ pub struct Settings {
     pub index: IndexSettings,
     /// Tasks' working memory: how much one task may hold.
     pub tasks: TaskSettings,
+    /// Private and shared spaces.
+    pub spaces: SpacesSettings,
+}
+
+/// Private and shared spaces (banks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SpacesSettings {
+    /// Where a distilled lesson marked `share` is written (instead of the task's own bank).
+    pub shared_bank: String,
+}
+
+impl Default for SpacesSettings {
+    fn default() -> Self {
+        SpacesSettings { shared_bank: "shared".into() }
+    }
 }
 
 /// How much one task's working memory may hold: a step log without bounds would make every
@@ -566,6 +582,8 @@ impl Settings {
             unit(field, v)?;
         }
         unit("recall.prompt_min_relevance", r.prompt_min_relevance)?;
+        crate::ids::validate_bank_id(&self.spaces.shared_bank)
+            .map_err(|e| FieldError::new("settings.spaces.shared_bank", e.message))?;
         let t = &self.tasks;
         if t.max_steps == 0 || t.max_text_bytes == 0 || t.max_total_bytes < t.max_text_bytes {
             return Err(FieldError::new(

@@ -269,7 +269,7 @@ impl From<types::TaskState> for api::TaskState {
 
 impl From<types::Distilled> for api::Distilled {
     fn from(d: types::Distilled) -> Self {
-        api::Distilled { content: d.content, kind: d.kind.into(), outcome: d.outcome.into() }
+        api::Distilled { content: d.content, kind: d.kind.into(), outcome: d.outcome.into(), bank: d.bank }
     }
 }
 

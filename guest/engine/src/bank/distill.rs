@@ -46,6 +46,9 @@ struct Lesson {
     /// Consolidation: the numbers of the episodes it came from.
     #[serde(default)]
     sources: Vec<usize>,
+    /// General knowledge other agents need too: written to `spaces.shared_bank`.
+    #[serde(default)]
+    share: bool,
 }
 
 impl Bank {
@@ -287,6 +290,7 @@ impl Bank {
         let s = self.settings.distill.clone();
         let mut dropped: Vec<Distilled> = Vec::new();
         let mut kept: Vec<Memory> = Vec::new();
+        let mut shared: Vec<bool> = Vec::new();
         for lesson in lessons {
             let kind = Kind::parse("kind", lesson.kind.trim()).unwrap_or(Kind::Semantic);
             let content = lesson.content.trim().to_string();
@@ -294,6 +298,7 @@ impl Bank {
                 content: content.clone(),
                 kind,
                 outcome: RetainOutcome::filtered(reason),
+                bank: self.id.clone(),
             };
             if content.is_empty() {
                 continue;
@@ -337,8 +342,9 @@ impl Bank {
             };
             shape_transient(&mut item, &s, now);
             kept.push(item);
+            shared.push(lesson.share);
         }
-        let (task, mut items) = self.retain_for_task(task, kept, DistillMethod::Llm, now)?;
+        let (task, mut items) = self.retain_for_task(task, kept, shared, DistillMethod::Llm, now)?;
         items.extend(dropped);
         Ok((task, items))
     }
@@ -354,27 +360,21 @@ impl Bank {
             shape_transient(item, &s, now);
         }
         lessons.truncate(s.max_memories as usize);
-        self.retain_for_task(task, lessons, DistillMethod::Rules, now)
+        let own = vec![false; lessons.len()];
+        self.retain_for_task(task, lessons, own, DistillMethod::Rules, now)
     }
 
     /// Retains a task's memories, each marked with the task it came from, and marks the task
-    /// distilled, in one commit.
+    /// distilled, in one commit. The ones marked `share` go to `spaces.shared_bank` instead,
+    /// through its own write path, in a second commit (of that bank) after the first.
     fn retain_for_task(
         &mut self,
         task: &Task,
         mut items: Vec<Memory>,
+        share: Vec<bool>,
         method: DistillMethod,
         now: Timestamp,
     ) -> Result<(Task, Vec<Distilled>)> {
-        if items.is_empty() {
-            let marked = self.change_task(&task.id, |t| {
-                t.distilled = Some((now, method));
-                t.version += 1;
-                t.updated_at = now;
-                Ok(true)
-            })?;
-            return Ok((marked, Vec::new()));
-        }
         for item in &mut items {
             item.occurred_at = Some(task.ended_at.unwrap_or(now));
             item.task_description.get_or_insert_with(|| truncate(&task.goal, 1000));
@@ -386,18 +386,47 @@ impl Bank {
                 item.metadata.push(("task_outcome".into(), outcome.as_str().into()));
             }
         }
-        let summary: Vec<(String, Kind)> = items
-            .iter()
-            .map(|i| (i.content.clone(), i.kind.unwrap_or(self.settings.defaults.kind)))
-            .collect();
-        let (marked, ops) = self.mark_distilled(&task.id, method, now)?;
-        let outcomes = self.retain_with(items, now, false, ops)?;
-        let items = summary
+        let shared_bank = self.settings.spaces.shared_bank.clone();
+        let (mut own, mut shared) = (Vec::new(), Vec::new());
+        for (item, share) in items.into_iter().zip(share.into_iter().chain(std::iter::repeat(false))) {
+            if share && shared_bank != self.id {
+                shared.push(item);
+            } else {
+                own.push(item);
+            }
+        }
+        for item in &mut shared {
+            item.metadata.push(("shared_from".into(), format!("{}/{}", self.id, task.id)));
+        }
+        let summary = |items: &[Memory]| -> Vec<(String, Kind)> {
+            items.iter().map(|i| (i.content.clone(), i.kind.unwrap_or(self.settings.defaults.kind))).collect()
+        };
+        let (own_summary, shared_summary) = (summary(&own), summary(&shared));
+        let (marked, outcomes) = if own.is_empty() {
+            let marked = self.change_task(&task.id, |t| {
+                t.distilled = Some((now, method));
+                t.version += 1;
+                t.updated_at = now;
+                Ok(true)
+            })?;
+            (marked, Vec::new())
+        } else {
+            let (marked, ops) = self.mark_distilled(&task.id, method, now)?;
+            (marked, self.retain_with(own, now, false, ops)?)
+        };
+        let mut out: Vec<Distilled> = own_summary
             .into_iter()
             .zip(outcomes)
-            .map(|((content, kind), outcome)| Distilled { content, kind, outcome })
+            .map(|((content, kind), outcome)| Distilled { content, kind, outcome, bank: self.id.clone() })
             .collect();
-        Ok((marked, items))
+        if !shared.is_empty() {
+            let mut target = self.open_sibling(&shared_bank)?;
+            let outcomes = target.retain(shared, now)?;
+            out.extend(shared_summary.into_iter().zip(outcomes).map(|((content, kind), outcome)| {
+                Distilled { content, kind, outcome, bank: shared_bank.clone() }
+            }));
+        }
+        Ok((marked, out))
     }
 
     /// Induces semantic memories from the bank's recent episodes (since `since`) with the LLM,
@@ -469,6 +498,7 @@ impl Bank {
                     content,
                     kind: Kind::Semantic,
                     outcome: RetainOutcome::filtered(reason),
+                    bank: self.id.clone(),
                 });
                 continue;
             }
@@ -485,10 +515,12 @@ impl Bank {
         let mut out = Vec::new();
         if !items.is_empty() {
             let outcomes = self.retain_with(items, now, false, Vec::new())?;
+            let bank = self.id.clone();
             out.extend(summary.into_iter().zip(outcomes).map(|(content, outcome)| Distilled {
                 content,
                 kind: Kind::Semantic,
                 outcome,
+                bank: bank.clone(),
             }));
         }
         out.extend(dropped);
@@ -567,7 +599,7 @@ fn truncate(text: &str, max_chars: usize) -> String {
 const SYSTEM: &str =
     "You distil an AI agent's experience into memories for its future tasks. Answer with JSON only.";
 
-const LESSONS_SCHEMA: &str = r#"{"type":"object","properties":{"memories":{"type":"array","maxItems":5,"items":{"type":"object","properties":{"kind":{"type":"string","enum":["episodic","semantic","procedural"]},"content":{"type":"string"},"task_type":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}},"confidence":{"type":"number","minimum":0,"maximum":1},"failure":{"type":"string","enum":["none","transient","permanent"]},"sources":{"type":"array","items":{"type":"integer"}}},"required":["kind","content","confidence"]}}},"required":["memories"]}"#;
+const LESSONS_SCHEMA: &str = r#"{"type":"object","properties":{"memories":{"type":"array","maxItems":5,"items":{"type":"object","properties":{"kind":{"type":"string","enum":["episodic","semantic","procedural"]},"content":{"type":"string"},"task_type":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}},"confidence":{"type":"number","minimum":0,"maximum":1},"failure":{"type":"string","enum":["none","transient","permanent"]},"sources":{"type":"array","items":{"type":"integer"}},"share":{"type":"boolean"}},"required":["kind","content","confidence"]}}},"required":["memories"]}"#;
 
 fn distill_request(task: &Task, s: &crate::settings::DistillSettings) -> LlmRequest {
     let mut p = String::new();
@@ -610,7 +642,9 @@ fn distill_request(task: &Task, s: &crate::settings::DistillSettings) -> LlmRequ
          their cause, and the user's corrections and preferences. For a failure, say whether it was \
          transient (timeout, rate limit, network: may work next time) or permanent (API removed, wrong \
          approach). At most {} memories, each with kind (episodic, semantic or procedural), content, \
-         task_type (one of: {}), tags, confidence (0 to 1) and failure (none, transient or permanent). \
+         task_type (one of: {}), tags, confidence (0 to 1), failure (none, transient or permanent) and \
+         share (true only for general knowledge other agents doing other tasks would need, such as how \
+         a product or service behaves; never for this user's or agent's own preferences). \
          Return {{\"memories\": []}} when nothing is worth keeping.",
         s.max_memories,
         s.task_types.join(", ")

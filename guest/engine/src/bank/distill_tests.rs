@@ -163,3 +163,45 @@ fn consolidation_needs_an_llm_and_links_its_sources() {
     let derived = m.metadata.iter().find(|(k, _)| k == "derived_from").unwrap();
     assert_eq!(derived.1.split(',').count(), 2);
 }
+
+#[test]
+fn a_lesson_marked_share_goes_to_the_shared_bank_through_its_write_path() {
+    let store = Arc::new(MemoryStore::new());
+    let answer = r#"{"memories": [
+        {"kind": "procedural", "content": "Read the vendor CSV with encoding utf-8-sig: it has a BOM", "confidence": 0.9},
+        {"kind": "semantic", "content": "The vendor export endpoint times out on files over 1 MB unless retried", "confidence": 0.9, "share": true}
+    ]}"#;
+    let llm = Scripted::new(vec![Ok(answer)]);
+    let mut settings = Settings::default();
+    settings.spaces.shared_bank = "shared:data".into();
+    let mut bank = open_with(&store, llm.clone(), settings.clone());
+    let id = busy_task(&mut bank);
+    let end = bank.end_task(&id, Outcome::Success, None, false, NOW + DAY_MS).unwrap();
+    assert!(llm.requests()[0].prompt.contains("share (true only for general knowledge"));
+    let banks: Vec<(&str, &str)> = end.items.iter().map(|d| (d.content.as_str(), d.bank.as_str())).collect();
+    assert_eq!(
+        banks,
+        [
+            ("Read the vendor CSV with encoding utf-8-sig: it has a BOM", "test"),
+            ("The vendor export endpoint times out on files over 1 MB unless retried", "shared:data")
+        ]
+    );
+    let shared_id = end.items[1].outcome.id.clone().unwrap();
+    assert!(bank.get(&shared_id).is_err(), "not in the task's own bank");
+    let shared = Bank::open(
+        "shared:data",
+        Box::new(store.clone()),
+        Rc::new(crate::test_support::HashEmbedder { dimension: 1024 }),
+        Rc::new(NoLlm),
+        Rc::new(settings),
+    )
+    .unwrap();
+    let copy = shared.state.memory(&shared_id).unwrap();
+    assert!(
+        copy.metadata.contains(&("shared_from".to_string(), format!("test/{id}"))),
+        "{:?}",
+        copy.metadata
+    );
+    assert!(copy.metadata.contains(&("task".to_string(), id.clone())));
+    assert!(bank.task(&id).unwrap().distilled.is_some());
+}

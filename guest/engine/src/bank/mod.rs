@@ -55,7 +55,8 @@ fn first_format() -> u32 {
 pub struct Bank {
     id: String,
     prefix: String,
-    store: Box<dyn Store>,
+    /// Shared with banks this one opens on the same store (a distilled lesson's shared bank).
+    store: Rc<dyn Store>,
     embedder: Rc<dyn TextEmbedder>,
     llm: Rc<dyn Llm>,
     settings: Rc<Settings>,
@@ -109,13 +110,33 @@ impl Bank {
         let mut bank = Bank {
             id: id.to_string(),
             prefix: format!("b/{id}/"),
-            store,
+            store: Rc::from(store),
             embedder,
             llm,
             settings,
             state: State::empty(dim),
             ids_made: 0,
         };
+        bank.reload()?;
+        if bank.state.has_meta && bank.state.format_version < FORMAT_VERSION {
+            bank.transact(Bank::migrate_once)?;
+        }
+        Ok(bank)
+    }
+
+    /// Another bank on the same store, with the same model, LLM and settings.
+    fn open_sibling(&self, id: &str) -> Result<Bank> {
+        let mut bank = Bank {
+            id: id.to_string(),
+            prefix: format!("b/{id}/"),
+            store: self.store.clone(),
+            embedder: self.embedder.clone(),
+            llm: self.llm.clone(),
+            settings: self.settings.clone(),
+            state: State::empty(self.embedder.dimension()),
+            ids_made: 0,
+        };
+        hindsight_types::validate_bank_id(id)?;
         bank.reload()?;
         if bank.state.has_meta && bank.state.format_version < FORMAT_VERSION {
             bank.transact(Bank::migrate_once)?;

@@ -287,10 +287,12 @@ class Distilled(_Data):
     content: str
     kind: str
     outcome: RetainOutcome
+    #: The bank it was written to: the task's own, or `spaces.shared_bank` for a shared lesson.
+    bank: str
 
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "Distilled":
-        return cls(d["content"], d["kind"], RetainOutcome(**d["outcome"]))
+        return cls(d["content"], d["kind"], RetainOutcome(**d["outcome"]), d["bank"])
 
 
 @dataclass
