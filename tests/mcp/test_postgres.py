@@ -1,6 +1,9 @@
 """Several hosts, one memory: two `hindsight serve --http` processes on one PostgreSQL database.
-A write through one is recalled through the other, and the load test's 16 clients x 200 mixed
-calls spread over both servers lose nothing."""
+A write through one is recalled through the other, the load test's 16 clients x 200 mixed
+calls spread over both servers lose nothing, and a server SIGKILLed while it is being written to
+loses no write it acknowledged."""
+
+import threading
 
 import anyio
 from mcp import Client
@@ -50,3 +53,38 @@ def test_load_spread_over_two_servers_on_one_database_loses_nothing(postgres_dat
     assert report["missing"] == [], report["missing"][:10]
     assert report["calls"] == 16 * 200
     assert codes == [0, 0]
+
+
+async def write_until_killed(victim: HttpServer, survivor: str) -> tuple:
+    acknowledged = []
+    try:
+        async with Client(victim.url, read_timeout_seconds=60) as client:
+            for i in range(200):
+                if i == 40:  # SIGKILL lands a little later, while a write is in flight
+                    threading.Timer(0.05, victim.process.kill).start()
+                result = await client.call_tool("memory_write", {
+                    "content": f"Deploy {i} of the billing service needed a cache flush first", "bank": "kill",
+                    "force": True})
+                if result.is_error:
+                    break
+                acknowledged.append(result.structured_content["id"])
+    except Exception:  # the connection died with the server
+        pass
+    missing = []
+    async with Client(survivor, read_timeout_seconds=60) as client:
+        for memory_id in acknowledged:
+            history = await client.call_tool("memory_history", {"id": memory_id, "bank": "kill"})
+            if history.is_error or not history.structured_content["entries"]:
+                missing.append(memory_id)
+    return acknowledged, missing
+
+
+def test_a_server_killed_mid_write_loses_no_acknowledged_write(postgres_database):
+    servers = start_two(postgres_database)
+    try:
+        acknowledged, missing = anyio.run(write_until_killed, servers[0], servers[1].url)
+    finally:
+        servers[0].process.wait(timeout=30)
+        servers[1].stop()
+    assert len(acknowledged) >= 40, acknowledged
+    assert missing == []
