@@ -286,20 +286,25 @@ impl wit::GuestBank for BankResource {
         outcome: t::TaskOutcome,
         detail: Option<String>,
         force_distil: bool,
+        may_share: bool,
         now: Option<i64>,
     ) -> Result<t::TaskEnd, t::Error> {
-        let end = self.0.borrow_mut().end_task(
-            &id,
-            outcome_in(outcome),
-            detail,
-            force_distil,
-            now_or_clock(now),
-        )?;
+        let mut bank = self.0.borrow_mut();
+        bank.set_may_share(may_share);
+        let end = bank.end_task(&id, outcome_in(outcome), detail, force_distil, now_or_clock(now))?;
         Ok(task_end_out(end))
     }
 
-    fn distill_task(&self, id: String, rules_only: bool, now: Option<i64>) -> Result<t::TaskEnd, t::Error> {
-        let end = self.0.borrow_mut().distill_task(&id, rules_only, now_or_clock(now))?;
+    fn distill_task(
+        &self,
+        id: String,
+        rules_only: bool,
+        may_share: bool,
+        now: Option<i64>,
+    ) -> Result<t::TaskEnd, t::Error> {
+        let mut bank = self.0.borrow_mut();
+        bank.set_may_share(may_share);
+        let end = bank.distill_task(&id, rules_only, now_or_clock(now))?;
         Ok(task_end_out(end))
     }
 

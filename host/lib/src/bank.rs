@@ -138,6 +138,12 @@ impl Bank {
     /// from in `metadata.shared_from` (`bank/id`). Needs read on this bank and write on `to`.
     pub fn share(&self, id: &str, to: &str) -> Result<RetainOutcome> {
         let m = self.get(id)?;
+        if m.status != hindsight_types::Status::Active {
+            return Err(crate::Error::invalid(
+                "id",
+                format!("{id} is {}: only an active memory is shared", m.status),
+            ));
+        }
         let target = Bank { id: to.to_string(), ..self.clone() };
         hindsight_types::validate_bank_id(to)?;
         let mut metadata: Vec<(String, String)> =
@@ -326,9 +332,9 @@ impl Task {
     /// Distils the ended task when its distillation was skipped or failed: with the language model
     /// when there is one, by rules when there is none or `rules_only`.
     pub fn distill(&self, rules_only: bool) -> Result<TaskEnd> {
-        let (id, now) = (self.id.clone(), self.bank.now);
+        let (id, now, may_share) = (self.id.clone(), self.bank.now, self.bank.hs.may_share());
         let ended = self.bank.call(Right::Write, move |w, bank| {
-            w.with_bank(bank, |b, s, h| b.call_distill_task(s, h, &id, rules_only, now))
+            w.with_bank(bank, |b, s, h| b.call_distill_task(s, h, &id, rules_only, may_share, now))
         })?;
         Ok(ended.into())
     }
@@ -338,11 +344,11 @@ impl Task {
     /// when there is one, by rules otherwise.
     pub fn end(&self, end: impl Into<EndTask>) -> Result<TaskEnd> {
         let end: EndTask = end.into();
-        let (id, now) = (self.id.clone(), self.bank.now);
+        let (id, now, may_share) = (self.id.clone(), self.bank.now, self.bank.hs.may_share());
         let outcome = end.outcome.into();
         let ended = self.bank.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| {
-                b.call_end_task(s, h, &id, outcome, end.detail.as_deref(), end.force, now)
+                b.call_end_task(s, h, &id, outcome, end.detail.as_deref(), end.force, may_share, now)
             })
         })?;
         Ok(ended.into())

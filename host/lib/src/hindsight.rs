@@ -36,6 +36,8 @@ pub struct Hindsight {
     pub(crate) pool: Arc<Pool>,
     /// When set, every bank call is checked against its rights.
     pub(crate) principal: Option<Arc<Principal>>,
+    /// `spaces.shared_bank`: where distilled lessons marked for sharing go.
+    pub(crate) shared_bank: Arc<str>,
 }
 
 impl std::fmt::Debug for Hindsight {
@@ -58,7 +60,13 @@ impl Hindsight {
     /// lists only the banks it may read, and what it retains carries its name as the agent id
     /// unless the memory names one.
     pub fn as_principal(&self, principal: Principal) -> Hindsight {
-        Hindsight { pool: self.pool.clone(), principal: Some(Arc::new(principal)) }
+        Hindsight { principal: Some(Arc::new(principal)), ..self.clone() }
+    }
+
+    /// Whether distilled lessons marked for sharing may go to `spaces.shared_bank`: always,
+    /// unless the handle acts as a principal that may not write there.
+    pub(crate) fn may_share(&self) -> bool {
+        self.principal.as_ref().is_none_or(|p| p.may(Right::Write, &self.shared_bank))
     }
 
     /// The principal this handle acts as, if any.
@@ -418,6 +426,7 @@ impl Builder {
             LlmChoice::FromEnv => None,
         };
         let llm = llm.map(|llm| Arc::new(Metered { llm, store: store.clone() }) as Arc<dyn Llm>);
+        let shared_bank: Arc<str> = self.settings.spaces.shared_bank.as_str().into();
         let runtime = Runtime::new(RuntimeConfig {
             store,
             llm,
@@ -429,6 +438,6 @@ impl Builder {
             component: self.component,
             cache_dir: self.cache_dir,
         })?;
-        Ok(Hindsight { pool: Arc::new(Pool::new(Arc::new(runtime), workers)), principal: None })
+        Ok(Hindsight { pool: Arc::new(Pool::new(Arc::new(runtime), workers)), principal: None, shared_bank })
     }
 }

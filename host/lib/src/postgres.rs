@@ -51,6 +51,20 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
+/// A connection taken from the pool, returned to it when dropped.
+struct Lease<'a> {
+    store: &'a PostgresStore,
+    client: Option<Client>,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            self.store.give_back(client);
+        }
+    }
+}
+
 /// What went wrong with a call, and whether trying again on a new connection is safe.
 enum Failure {
     /// The connection broke before the statement could change anything.
@@ -84,33 +98,35 @@ impl PostgresStore {
     /// checks the format.
     fn set_up(&self) -> std::result::Result<(), StoreError> {
         self.with_client(|client| {
-            let mut tx = client.transaction().map_err(|e| self.failure(e))?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK]).map_err(|e| self.failure(e))?;
-            tx.batch_execute(
-                "CREATE TABLE IF NOT EXISTS hindsight_kv (key bytea PRIMARY KEY, value bytea NOT NULL);
-                 CREATE TABLE IF NOT EXISTS hindsight_meta (name text PRIMARY KEY, value bigint NOT NULL);",
-            )
-            .map_err(|e| self.failure(e))?;
-            let format: Option<i64> = tx
+            // Tables that exist are only read: a role without CREATE (or a read-only replica)
+            // can use a database another role set up.
+            let exists: bool = client
+                .query_one("SELECT to_regclass('hindsight_meta') IS NOT NULL AND to_regclass('hindsight_kv') IS NOT NULL", &[])
+                .map_err(|e| self.failure(e))?
+                .get(0);
+            if !exists {
+                let mut tx = client.transaction().map_err(|e| self.failure(e))?;
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK]).map_err(|e| self.failure(e))?;
+                tx.batch_execute(&format!(
+                    "CREATE TABLE IF NOT EXISTS hindsight_kv (key bytea PRIMARY KEY, value bytea NOT NULL);
+                     CREATE TABLE IF NOT EXISTS hindsight_meta (name text PRIMARY KEY, value bigint NOT NULL);
+                     INSERT INTO hindsight_meta (name, value) VALUES ('format', {POSTGRES_FORMAT})
+                       ON CONFLICT (name) DO NOTHING;"
+                ))
+                .map_err(|e| self.failure(e))?;
+                tx.commit().map_err(|e| self.failure(e))?;
+            }
+            let format: Option<i64> = client
                 .query_opt("SELECT value FROM hindsight_meta WHERE name = 'format'", &[])
                 .map_err(|e| self.failure(e))?
                 .map(|row| row.get(0));
             match format {
-                Some(f) if f > POSTGRES_FORMAT => {
-                    return Err(Failure::Store(StoreError::failed(format!(
-                        "{}: the tables are in format {f}, written by a newer hindsight; this one reads up to {POSTGRES_FORMAT}",
-                        self.target
-                    ))))
-                }
-                Some(_) => {}
-                None => {
-                    tx.execute("INSERT INTO hindsight_meta (name, value) VALUES ('format', $1)", &[
-                        &POSTGRES_FORMAT,
-                    ])
-                    .map_err(|e| self.failure(e))?;
-                }
+                Some(f) if f > POSTGRES_FORMAT => Err(Failure::Store(StoreError::failed(format!(
+                    "{}: the tables are in format {f}, written by a newer hindsight; this one reads up to {POSTGRES_FORMAT}",
+                    self.target
+                )))),
+                _ => Ok(()),
             }
-            tx.commit().map_err(|e| self.failure(e))
         })
     }
 
@@ -124,10 +140,10 @@ impl PostgresStore {
         let mut attempt = 1;
         loop {
             let outcome = match self.take() {
-                Ok(mut client) => {
-                    let outcome = f(&mut client);
-                    self.give_back(client);
-                    outcome
+                Ok(client) => {
+                    // Given back (or counted out) even if `f` panics.
+                    let mut lease = Lease { store: self, client: Some(client) };
+                    f(lease.client.as_mut().expect("leased"))
                 }
                 Err(e) => Err(e),
             };
@@ -141,6 +157,8 @@ impl PostgresStore {
                     )))
                 }
                 Err(Failure::Connection(_)) => {
+                    // The server went away: every idle connection is dead too.
+                    self.drop_idle();
                     std::thread::sleep(backoff);
                     backoff *= 2;
                     attempt += 1;
@@ -171,6 +189,13 @@ impl PostgresStore {
             }
             pool = self.returned.wait(pool).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    fn drop_idle(&self) {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        pool.open -= pool.idle.len();
+        pool.idle.clear();
+        self.returned.notify_all();
     }
 
     fn give_back(&self, client: Client) {

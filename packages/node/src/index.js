@@ -409,11 +409,11 @@ export class Task {
   /** Ends the task and distils it when worth it (or `force`): `end({outcome, detail, force})` or `end(outcome)`. */
   end(outcome, { detail, force = false, now } = {}) {
     const o = typeof outcome === 'string' ? { outcome, detail, force, now } : { force: false, ...outcome };
-    return this.bank.callBank((b) => b.endTask(this.id, o.outcome, o.detail, Boolean(o.force), ts(o.now)));
+    return this.bank.callBank((b) => b.endTask(this.id, o.outcome, o.detail, Boolean(o.force), true, ts(o.now)));
   }
 
   /** Distils an ended task whose distillation was skipped or failed (`rulesOnly`: without the LLM). */
   distill({ rulesOnly = false, now } = {}) {
-    return this.bank.callBank((b) => b.distillTask(this.id, rulesOnly, ts(now)));
+    return this.bank.callBank((b) => b.distillTask(this.id, rulesOnly, true, ts(now)));
   }
 }

@@ -307,11 +307,12 @@ impl Bank {
                 dropped.push(drop(format!("confidence {} below {}", lesson.confidence, s.min_confidence)));
                 continue;
             }
-            // Related items: one that repeats or contains another is folded into it.
+            // Related items: one that repeats or contains another is folded into it (only one
+            // going to the same bank: a private lesson's text must not reach the shared bank).
             let key = repeat_key(&content);
-            if let Some(existing) = kept.iter_mut().find(|k| {
+            if let Some(existing) = kept.iter_mut().zip(&shared).find_map(|(k, &share)| {
                 let other = repeat_key(&k.content);
-                other.contains(&key) || key.contains(&other)
+                (share == lesson.share && (other.contains(&key) || key.contains(&other))).then_some(k)
             }) {
                 if content.len() > existing.content.len() {
                     existing.content = content.clone();
@@ -389,7 +390,7 @@ impl Bank {
         let shared_bank = self.settings.spaces.shared_bank.clone();
         let (mut own, mut shared) = (Vec::new(), Vec::new());
         for (item, share) in items.into_iter().zip(share.into_iter().chain(std::iter::repeat(false))) {
-            if share && shared_bank != self.id {
+            if share && self.may_share && shared_bank != self.id {
                 shared.push(item);
             } else {
                 own.push(item);
@@ -420,8 +421,18 @@ impl Bank {
             .map(|((content, kind), outcome)| Distilled { content, kind, outcome, bank: self.id.clone() })
             .collect();
         if !shared.is_empty() {
-            let mut target = self.open_sibling(&shared_bank)?;
-            let outcomes = target.retain(shared, now)?;
+            // The task is distilled and its own memories are stored: a failure here is reported
+            // on the shared items, not as the call's error (which would lose the rest).
+            let written = self
+                .open_sibling(&shared_bank)
+                .and_then(|mut target| target.retain_with(shared, now, false, Vec::new()));
+            let outcomes: Vec<RetainOutcome> = match written {
+                Ok(outcomes) => outcomes,
+                Err(e) => shared_summary
+                    .iter()
+                    .map(|_| RetainOutcome::filtered(format!("not written to {shared_bank}: {e}")))
+                    .collect(),
+            };
             out.extend(shared_summary.into_iter().zip(outcomes).map(|((content, kind), outcome)| {
                 Distilled { content, kind, outcome, bank: shared_bank.clone() }
             }));

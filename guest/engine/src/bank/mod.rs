@@ -62,6 +62,9 @@ pub struct Bank {
     settings: Rc<Settings>,
     state: State,
     ids_made: u64,
+    /// Whether lessons marked for sharing may go to `spaces.shared_bank` (the caller may write
+    /// there); set by the host per call.
+    may_share: bool,
 }
 
 /// The store key of a bank's [`Turn`].
@@ -116,12 +119,19 @@ impl Bank {
             settings,
             state: State::empty(dim),
             ids_made: 0,
+            may_share: true,
         };
         bank.reload()?;
         if bank.state.has_meta && bank.state.format_version < FORMAT_VERSION {
             bank.transact(Bank::migrate_once)?;
         }
         Ok(bank)
+    }
+
+    /// Whether the next distillations may write lessons marked for sharing to
+    /// `spaces.shared_bank` (else they stay here).
+    pub fn set_may_share(&mut self, allowed: bool) {
+        self.may_share = allowed;
     }
 
     /// Another bank on the same store, with the same model, LLM and settings.
@@ -135,6 +145,7 @@ impl Bank {
             settings: self.settings.clone(),
             state: State::empty(self.embedder.dimension()),
             ids_made: 0,
+            may_share: false,
         };
         hindsight_types::validate_bank_id(id)?;
         bank.reload()?;

@@ -50,6 +50,11 @@ impl Auth {
         }
     }
 
+    /// Whether every request needs a principal's token.
+    pub fn required(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// For the start-up line.
     pub fn describe(&self) -> String {
         match &self.file {

@@ -279,6 +279,8 @@ pub struct ShareArgs {
 pub struct MemoryServer {
     hs: Hindsight,
     default_bank: String,
+    /// Requests reach the tools only with a principal (`serve --http --auth`).
+    auth_required: bool,
     tool_router: ToolRouter<Self>,
 }
 
@@ -330,8 +332,8 @@ fn engine_error(e: hindsight::Error) -> String {
 }
 
 impl MemoryServer {
-    pub fn new(hs: Hindsight, default_bank: String) -> MemoryServer {
-        MemoryServer { hs, default_bank, tool_router: Self::tool_router() }
+    pub fn new(hs: Hindsight, default_bank: String, auth_required: bool) -> MemoryServer {
+        MemoryServer { hs, default_bank, auth_required, tool_router: Self::tool_router() }
     }
 
     /// Runs `f` on the bank (off the async threads: engine calls block) as the request's
@@ -342,18 +344,22 @@ impl MemoryServer {
         bank: Option<String>,
         f: impl FnOnce(Bank) -> hindsight::Result<T> + Send + 'static,
     ) -> CallToolResult {
-        let bank = match self.caller(ctx).bank(bank.as_deref().unwrap_or(&self.default_bank)) {
-            Ok(bank) => bank,
-            Err(e) => return tool_error(engine_error(e)),
-        };
+        let bank =
+            match self.caller(ctx).and_then(|hs| hs.bank(bank.as_deref().unwrap_or(&self.default_bank))) {
+                Ok(bank) => bank,
+                Err(e) => return tool_error(engine_error(e)),
+            };
         structured(tokio::task::spawn_blocking(move || f(bank)).await)
     }
 
-    /// The library handle acting as the request's principal, when the server has one for it.
-    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Hindsight {
+    /// The library handle acting as the request's principal; with auth, none is denied.
+    fn caller(&self, ctx: &RequestContext<RoleServer>) -> hindsight::Result<Hindsight> {
         match auth::principal(ctx) {
-            Some(principal) => self.hs.as_principal(principal),
-            None => self.hs.clone(),
+            Some(principal) => Ok(self.hs.as_principal(principal)),
+            None if self.auth_required => {
+                Err(hindsight::Error::Denied("the request carries no principal's token".into()))
+            }
+            None => Ok(self.hs.clone()),
         }
     }
 }
@@ -415,9 +421,11 @@ impl MemoryServer {
         match a.banks {
             Some(_) if a.bank.is_some() => tool_error("banks: give either bank or banks, not both"),
             Some(banks) => {
-                let hs = self.caller(&ctx);
-                let done = tokio::task::spawn_blocking(move || hs.recall(banks, query)).await;
-                structured(done)
+                let hs = match self.caller(&ctx) {
+                    Ok(hs) => hs,
+                    Err(e) => return tool_error(engine_error(e)),
+                };
+                structured(tokio::task::spawn_blocking(move || hs.recall(banks, query)).await)
             }
             None => self.on_bank(&ctx, a.bank, move |b| b.recall(query)).await,
         }
@@ -601,7 +609,7 @@ pub fn parse_addr(text: &str) -> CliResult<SocketAddr> {
 
 /// Serves MCP on stdin/stdout until the client closes them; then checkpoints the store.
 pub fn serve_stdio(hs: Hindsight, default_bank: String) -> CliResult<()> {
-    let server = MemoryServer::new(hs.clone(), default_bank);
+    let server = MemoryServer::new(hs.clone(), default_bank, false);
     let served = runtime()?.block_on(async move {
         let (transport, writer) = stdio::filtered();
         let running = server
@@ -622,7 +630,7 @@ pub fn serve_stdio(hs: Hindsight, default_bank: String) -> CliResult<()> {
 /// Serves MCP over streamable HTTP at `/mcp` (and `GET /health`) until Ctrl-C or SIGTERM; then
 /// checkpoints the store.
 pub fn serve_http(hs: Hindsight, default_bank: String, addr: SocketAddr, auth: Auth) -> CliResult<()> {
-    let server = MemoryServer::new(hs.clone(), default_bank);
+    let server = MemoryServer::new(hs.clone(), default_bank, auth.required());
     let served = runtime()?.block_on(async move {
         let mut config = StreamableHttpServerConfig::default();
         // Browsers send `Origin`: only pages served from this machine may talk to the server.

@@ -574,12 +574,12 @@ class Task:
         `force`), distils it into memories: with the language model when there is one, by rules
         otherwise."""
         return TaskEnd._from(self.bank._call("end-task", self.id, _enum(outcome, TASK_OUTCOMES, "outcome"),
-                                             _opt_text(detail, "detail"), bool(force), self.bank._time(now)))
+                                             _opt_text(detail, "detail"), bool(force), True, self.bank._time(now)))
 
     def distill(self, rules_only: bool = False, now: Optional[Time] = None) -> TaskEnd:
         """Distils the ended task when its distillation was skipped or failed: with the language
         model when there is one, by rules when there is none or `rules_only`."""
-        return TaskEnd._from(self.bank._call("distill-task", self.id, bool(rules_only), self.bank._time(now)))
+        return TaskEnd._from(self.bank._call("distill-task", self.id, bool(rules_only), True, self.bank._time(now)))
 
 
 def _recall_query(query: str, k: Optional[int], options: Mapping[str, Any], now: Optional[int]) -> Dict[str, Any]:
