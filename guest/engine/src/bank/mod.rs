@@ -108,12 +108,28 @@ impl Bank {
         llm: Rc<dyn Llm>,
         settings: Rc<Settings>,
     ) -> Result<Bank> {
+        Bank::load(id, Rc::from(store), embedder, llm, settings)
+    }
+
+    /// Another bank on the same store, with the same model, LLM and settings.
+    fn open_sibling(&self, id: &str) -> Result<Bank> {
+        Bank::load(id, self.store.clone(), self.embedder.clone(), self.llm.clone(), self.settings.clone())
+    }
+
+    /// The bank as the store holds it, migrated once from an older stored format.
+    fn load(
+        id: &str,
+        store: Rc<dyn Store>,
+        embedder: Rc<dyn TextEmbedder>,
+        llm: Rc<dyn Llm>,
+        settings: Rc<Settings>,
+    ) -> Result<Bank> {
         hindsight_types::validate_bank_id(id)?;
         let dim = embedder.dimension();
         let mut bank = Bank {
             id: id.to_string(),
             prefix: format!("b/{id}/"),
-            store: Rc::from(store),
+            store,
             embedder,
             llm,
             settings,
@@ -132,27 +148,6 @@ impl Bank {
     /// `spaces.shared_bank` (else they stay here).
     pub fn set_may_share(&mut self, allowed: bool) {
         self.may_share = allowed;
-    }
-
-    /// Another bank on the same store, with the same model, LLM and settings.
-    fn open_sibling(&self, id: &str) -> Result<Bank> {
-        let mut bank = Bank {
-            id: id.to_string(),
-            prefix: format!("b/{id}/"),
-            store: self.store.clone(),
-            embedder: self.embedder.clone(),
-            llm: self.llm.clone(),
-            settings: self.settings.clone(),
-            state: State::empty(self.embedder.dimension()),
-            ids_made: 0,
-            may_share: false,
-        };
-        hindsight_types::validate_bank_id(id)?;
-        bank.reload()?;
-        if bank.state.has_meta && bank.state.format_version < FORMAT_VERSION {
-            bank.transact(Bank::migrate_once)?;
-        }
-        Ok(bank)
     }
 
     /// Brings a bank written in an older stored format to this one, in one commit: JSON index
