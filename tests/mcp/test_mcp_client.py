@@ -10,7 +10,8 @@ from conftest import hindsight_bin
 
 TOOLS = {
     "memory_write", "memory_search", "memory_summarize", "memory_forget", "memory_feedback", "memory_history",
-    "memory_task_delete", "memory_unsupersede", "memory_share",
+    "memory_task_delete", "memory_unsupersede", "memory_share", "memory_list", "memory_get", "memory_correct",
+    "memory_explain", "memory_audit", "memory_stats", "memory_restore", "memory_banks",
 }
 
 MEMORIES = [
@@ -63,7 +64,7 @@ async def scenario(client: Client) -> None:
         jsonschema.Draft202012Validator.check_schema(schema)
         assert schema["type"] == "object"
         assert len(tool.description) > 40, tool.name
-        for name, prop in schema["properties"].items():
+        for name, prop in schema.get("properties", {}).items():
             assert prop.get("description"), f"{tool.name}.{name} has no description"
     write = tools["memory_write"].input_schema
     assert write["required"] == ["content"]
@@ -145,6 +146,29 @@ async def scenario(client: Client) -> None:
     other = await call(client, "memory_search", {"query": "metric units for reports", "k": 5, "bank": "other"})
     assert other["items"] == []
     assert "not found" in await call_error(client, "memory_history", {"id": ids[1], "bank": "other"})
+
+    # See and correct: list, correct (the old memory leaves recall), explain, audit, restore.
+    listed = await call(client, "memory_list", {"limit": 2})
+    assert len(listed["items"]) == 2 and listed["next_cursor"] and listed["total"] >= 3
+    rest = await call(client, "memory_list", {"limit": 50, "cursor": listed["next_cursor"]})
+    assert not {m["id"] for m in rest["items"]} & {m["id"] for m in listed["items"]}
+    fixed = await call(client, "memory_correct", {"id": ids[1], "text": "The user wants every report in imperial units"})
+    assert fixed["superseded"] == ids[1] and fixed["memory"]["source"] == "user-feedback"
+    units = await call(client, "memory_search", {"query": "which units for reports", "k": 3})
+    assert ids[1] not in [item["id"] for item in units["items"]]
+    assert units["items"][0]["id"] == fixed["memory"]["id"] and units["items"][0]["handle"] == "m1"
+    assert (await call(client, "memory_get", {"id": ids[1]}))["status"] == "superseded"
+    explained = await call(client, "memory_explain", {"id": fixed["memory"]["id"]})
+    assert explained["provenance"]["supersedes"] == [ids[1]] and explained["counts"]["recalled"] == 1
+    audit = await call(client, "memory_audit", {})
+    assert audit["log_entries"] >= 1
+    await call(client, "memory_forget", {"id": ids[2]})
+    assert (await call(client, "memory_restore", {"id": ids[2]}))["status"] == "active"
+    assert (await call(client, "memory_stats", {}))["active"] >= 3
+    assert "agent" in (await call(client, "memory_banks", {}))["banks"]
+    used = await call(client, "memory_feedback", {"ids": [ids[2]], "outcome": "used"})
+    assert used["memories"][0]["id"] == ids[2]
+    assert "status" in await call_error(client, "memory_list", {"status": "lost"})
 
 
 def test_over_stdio(tmp_path):

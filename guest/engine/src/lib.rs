@@ -39,7 +39,9 @@ pub use hindsight_types::{
     Source, Stats, Status, Timestamp,
 };
 
-pub use bank::{recall_across, Bank, HistoryEntry, TaskEnd, FORMAT_VERSION};
+pub use bank::{
+    recall_across, Bank, Citations, Corrected, Explained, HistoryEntry, Listed, TaskEnd, FORMAT_VERSION,
+};
 pub use engine::Engine;
 pub use error::{Error, Result};
 pub use recall::{RecallQuery, RecallResult, Recalled};

@@ -22,7 +22,7 @@ pub fn estimate_tokens(text: &str) -> usize {
     cjk + other.div_ceil(4)
 }
 
-const HEADER: &str = "Relevant memories from earlier tasks (most relevant first):";
+const HEADER: &str = "Relevant memories from earlier tasks (most relevant first; cite the [m…] handle of each one you rely on):";
 const CONFLICT_NOTE: &str =
     "Note: memories marked \"conflicting\" record experiences that differ; judge by the situation.";
 const STALE_NOTE: &str = "Note: memories marked \"possibly stale\" are old; check that they still hold.";
@@ -45,7 +45,9 @@ pub fn block(items: &mut [Recalled], budget_tokens: usize, min_similarity: f32, 
     let (mut any_conflict, mut any_stale) = (false, false);
     for item in items.iter_mut().filter(|i| relevant(i, min_similarity)) {
         let conflicting = !item.conflicting.is_empty();
-        let line = format!("\n- {} {}", label(item, conflicting, home), one_line(&item.memory.content));
+        let handle = item.handle.as_deref().map(|h| format!("[{h}] ")).unwrap_or_default();
+        let line =
+            format!("\n- {handle}{} {}", label(item, conflicting, home), one_line(&item.memory.content));
         let notes = [conflicting && !any_conflict, item.possibly_stale && !any_stale];
         let cost = estimate_tokens(&line)
             + if notes[0] { estimate_tokens(CONFLICT_NOTE) + 1 } else { 0 }
@@ -122,6 +124,7 @@ mod tests {
             possibly_stale: false,
             in_prompt: false,
             bank: "home".into(),
+            handle: None,
         }
     }
 

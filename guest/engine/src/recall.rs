@@ -20,6 +20,10 @@ pub struct RecallQuery {
     pub vector: Option<Vec<f32>>,
     /// Also recall memories that were superseded or merged (never archived ones).
     pub include_superseded: bool,
+    /// Who is recalling, for the recall log.
+    pub agent_id: Option<String>,
+    /// The task the recall is for (citation handles are the task's).
+    pub task_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +38,8 @@ pub struct Recalled {
     pub in_prompt: bool,
     /// The bank it was recalled from.
     pub bank: String,
+    /// Its citation handle in the prompt block (`m1`, `m2`, …).
+    pub handle: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -2,7 +2,9 @@
 
 use hindsight_types::settings::{Limits, Settings};
 use hindsight_types::time::Timestamp;
-use hindsight_types::{FailureType, Kind, Memory, MemoryRecord, Scope, ScopeLevel, Source, Status};
+use hindsight_types::{
+    FailureType, Kind, Memory, MemoryRecord, Scope, ScopeLevel, Source, Status, UseRecord,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -60,7 +62,23 @@ pub struct Record {
     /// `restore` gives back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived_from: Option<ArchivedFrom>,
+    /// Times cited in a task's answer or reported used.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cited: u32,
+    /// Successes fed back on it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub helpful: u32,
+    /// Failures and corrections fed back on it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unhelpful: u32,
+    /// What happened to it after it was written (feedback, citations, corrections), the last
+    /// [`MAX_EVENTS`] of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<UseRecord>,
 }
+
+/// Use events kept on a record; older ones are dropped (the counters keep counting).
+pub const MAX_EVENTS: usize = 50;
 
 /// What an archived memory was before it was archived: everything `maintain` changes on the
 /// way, so that a `maintain` at a wrong `now` is undone whole by `restore`.
@@ -159,6 +177,14 @@ impl Record {
 
     /// When it was last used, clamped to what can be true: not before it was created, not after
     /// the wall clock (a caller's `now` far in the future must not make it "used" forever).
+    /// Notes an event, dropping the oldest beyond [`MAX_EVENTS`].
+    pub fn note(&mut self, event: UseRecord) {
+        if self.events.len() >= MAX_EVENTS {
+            self.events.remove(0);
+        }
+        self.events.push(event);
+    }
+
     pub fn touch(&mut self, now: Timestamp) {
         let wall = hindsight_types::time::now().max(self.created_at);
         self.last_accessed_at = Some(now.clamp(self.created_at, wall));
@@ -317,6 +343,10 @@ pub fn build(
         weakened: false,
         follows: None,
         archived_from: None,
+        cited: 0,
+        helpful: 0,
+        unhelpful: 0,
+        events: Vec::new(),
     })
 }
 

@@ -47,6 +47,10 @@ pub struct Task {
     /// distillation was skipped, or failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distilled: Option<(Timestamp, DistillMethod)>,
+    /// The memories recalled for the task, by citation handle: `[m3]` in a prompt block made for
+    /// it is `handles[2]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handles: Vec<String>,
 }
 
 /// A tool call paired with the result that followed it, if any.
@@ -94,6 +98,7 @@ impl Task {
             outcome: None,
             detail: None,
             distilled: None,
+            handles: Vec::new(),
         })
     }
 

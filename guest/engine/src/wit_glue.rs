@@ -204,15 +204,7 @@ impl wit::GuestBank for BankResource {
 
     fn history(&self, id: String) -> Result<Vec<t::HistoryEntry>, t::Error> {
         let entries = self.0.borrow_mut().history(&id)?;
-        Ok(entries
-            .into_iter()
-            .map(|e| t::HistoryEntry {
-                at: e.at,
-                event: history_out(e.event),
-                memory: memory_out(e.memory),
-                other: e.other,
-            })
-            .collect())
+        Ok(entries.into_iter().map(history_entry_out).collect())
     }
 
     fn maintain(&self, now: Option<i64>, dry_run: bool) -> Result<t::MaintainReport, t::Error> {
@@ -320,6 +312,173 @@ impl wit::GuestBank for BankResource {
         let items = self.0.borrow_mut().consolidate(since, now_or_clock(now))?;
         Ok(items.into_iter().map(distilled_out).collect())
     }
+
+    fn list(&self, q: t::ListQuery) -> Result<t::ListPage, t::Error> {
+        let q = core::ListQuery {
+            kind: q.kind.map(kind_in),
+            status: q.status.map(status_in),
+            any_status: q.any_status,
+            tag: q.tag,
+            task_type: q.task_type,
+            source: q.source.map(source_in),
+            text: q.text,
+            order: list_order_in(q.order),
+            limit: q.limit,
+            cursor: q.cursor,
+        };
+        let page = self.0.borrow_mut().list(&q)?;
+        Ok(t::ListPage {
+            items: page.items.into_iter().map(memory_out).collect(),
+            next_cursor: page.next_cursor,
+            total: page.total,
+        })
+    }
+
+    fn correct(&self, id: String, content: String, now: Option<i64>) -> Result<t::Correction, t::Error> {
+        let c = self.0.borrow_mut().correct(&id, &content, now_or_clock(now))?;
+        Ok(t::Correction {
+            memory: memory_out(c.memory),
+            superseded: c.superseded,
+            cascade: c
+                .cascade
+                .into_iter()
+                .map(|x| t::Cascaded { id: x.id, before: x.before, after: x.after })
+                .collect(),
+        })
+    }
+
+    fn used(
+        &self,
+        ids: Vec<String>,
+        task_id: Option<String>,
+        now: Option<i64>,
+    ) -> Result<Vec<t::Memory>, t::Error> {
+        let memories = self.0.borrow_mut().report_used(&ids, task_id, now_or_clock(now))?;
+        Ok(memories.into_iter().map(memory_out).collect())
+    }
+
+    fn explain(&self, id: String) -> Result<t::Explanation, t::Error> {
+        let x = self.0.borrow_mut().explain(&id)?;
+        let m = &x.memory;
+        let (recalled, cited, helpful, unhelpful) = (m.access_count, m.cited, m.helpful, m.unhelpful);
+        let events = m.events.iter().cloned().map(use_record_out).collect();
+        Ok(t::Explanation {
+            memory: memory_out(x.memory),
+            task: x.task.map(task_out),
+            consolidated_from: x.consolidated_from,
+            history: x.history.into_iter().map(history_entry_out).collect(),
+            events,
+            recalls: x.recalls.into_iter().map(log_entry_out).collect(),
+            recalled,
+            cited,
+            helpful,
+            unhelpful,
+        })
+    }
+
+    fn audit(&self) -> Result<t::Audit, t::Error> {
+        let a = self.0.borrow_mut().audit()?;
+        let items = |v: Vec<core::AuditItem>| {
+            v.into_iter()
+                .map(|i| t::AuditItem {
+                    id: i.id,
+                    content: i.content,
+                    recalled: i.recalled,
+                    cited: i.cited,
+                    helpful: i.helpful,
+                })
+                .collect()
+        };
+        Ok(t::Audit {
+            bank: a.bank,
+            never_useful: items(a.never_useful),
+            never_recalled: items(a.never_recalled),
+            most_useful: items(a.most_useful),
+            log_entries: a.log_entries,
+        })
+    }
+
+    fn export_page(
+        &self,
+        cursor: Option<String>,
+        limit: u32,
+        vectors: bool,
+    ) -> Result<t::ExportPage, t::Error> {
+        let page = self.0.borrow_mut().export_page(cursor.as_deref(), limit, vectors, wall_clock())?;
+        Ok(t::ExportPage { lines: page.lines, next: page.next })
+    }
+
+    fn import_lines(
+        &self,
+        lines: Vec<String>,
+        first_line: u32,
+        reembed: bool,
+        now: Option<i64>,
+    ) -> Result<t::ImportReport, t::Error> {
+        let r = self.0.borrow_mut().import_lines(&lines, first_line, reembed, now_or_clock(now))?;
+        Ok(t::ImportReport {
+            memories: r.memories,
+            embedded: r.embedded,
+            tasks: r.tasks,
+            log_entries: r.log_entries,
+        })
+    }
+
+    fn reembed_pending(
+        &self,
+        model_id: String,
+        dimension: u32,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>, t::Error> {
+        Ok(self.0.borrow_mut().reembed_pending(&model_id, dimension as usize, limit)?)
+    }
+
+    fn stage_vectors(
+        &self,
+        model_id: String,
+        dimension: u32,
+        vectors: Vec<(String, Vec<f32>)>,
+    ) -> Result<(), t::Error> {
+        Ok(self.0.borrow_mut().stage_vectors(&model_id, dimension as usize, vectors)?)
+    }
+
+    fn switch_model(&self, model_id: String, dimension: u32, now: Option<i64>) -> Result<u32, t::Error> {
+        Ok(self.0.borrow_mut().switch_model(&model_id, dimension as usize, now_or_clock(now))?)
+    }
+
+    fn reindex(&self, now: Option<i64>) -> Result<u32, t::Error> {
+        Ok(self.0.borrow_mut().reindex(now_or_clock(now))?)
+    }
+}
+
+fn history_entry_out(e: crate::HistoryEntry) -> t::HistoryEntry {
+    t::HistoryEntry { at: e.at, event: history_out(e.event), memory: memory_out(e.memory), other: e.other }
+}
+
+fn use_record_out(u: core::UseRecord) -> t::UseRecord {
+    t::UseRecord {
+        at: u.at,
+        event: use_event_out(u.event),
+        outcome: u.outcome.map(feedback_out),
+        task_id: u.task_id,
+        other: u.other,
+    }
+}
+
+fn log_entry_out(e: core::RecallLogEntry) -> t::RecallLogEntry {
+    t::RecallLogEntry {
+        seq: e.seq,
+        at: e.at,
+        agent_id: e.agent_id,
+        task_id: e.task_id,
+        query: e.query,
+        query_hash: e.query_hash,
+        hits: e
+            .hits
+            .into_iter()
+            .map(|h| t::RecallHit { id: h.id, score: h.score, handle: h.handle })
+            .collect(),
+    }
 }
 
 fn outcome_out(o: core::RetainOutcome) -> t::RetainOutcome {
@@ -332,6 +491,8 @@ fn task_end_out(end: crate::TaskEnd) -> t::TaskEnd {
         method: distill_method_out(end.method),
         reason: end.reason,
         items: end.items.into_iter().map(distilled_out).collect(),
+        cited: end.citations.cited,
+        unused: end.citations.unused,
     }
 }
 
@@ -458,6 +619,14 @@ enum_map!(
     core::DistillMethod,
     [Llm, Rules, Skipped]
 );
+enum_map!(list_order_in, list_order_out, t::ListOrder, core::ListOrder, [Newest, MostRecalled]);
+enum_map!(
+    use_event_in,
+    use_event_out,
+    t::UseEvent,
+    core::UseEvent,
+    [Feedback, Cited, RecalledNotUsed, Used, Cascade, Corrected]
+);
 enum_map!(maintain_in, maintain_out, t::MaintainAction, core::MaintainAction, [Archived, Merged]);
 enum_map!(
     operation_in,
@@ -543,6 +712,8 @@ fn recall_query_in(q: t::RecallQuery) -> RecallQuery {
         prompt_tokens: q.prompt_tokens,
         vector: q.vector,
         include_superseded: q.include_superseded,
+        agent_id: q.agent_id,
+        task_id: q.task_id,
     }
 }
 
@@ -568,6 +739,7 @@ fn recall_result_out(result: crate::RecallResult) -> t::RecallResult {
                 possibly_stale: r.possibly_stale,
                 in_prompt: r.in_prompt,
                 bank: r.bank,
+                handle: r.handle,
             })
             .collect(),
         prompt: result.prompt,

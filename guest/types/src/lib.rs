@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+mod audit;
 pub mod defaults;
 mod error;
 mod ids;
@@ -18,13 +19,17 @@ pub mod settings;
 pub mod store;
 pub mod time;
 
+pub use audit::{
+    Audit, AuditItem, Cascaded, Correction, Explanation, ExportPage, ImportReport, ListPage, ListQuery,
+    RecallHit, RecallLogEntry, UseRecord,
+};
 pub use error::FieldError;
 pub use ids::validate_bank_id;
 pub use item::{split_list, Memory, Scope};
 pub use llm::{Llm, LlmError, LlmRequest, LlmResponse, NoLlm};
 pub use names::{
-    DistillMethod, FailureType, FeedbackOutcome, HistoryEvent, Kind, LlmOperation, MaintainAction, Named,
-    Outcome, RetainAction, ScopeLevel, Source, Status, StepKind,
+    DistillMethod, FailureType, FeedbackOutcome, HistoryEvent, Kind, ListOrder, LlmOperation, MaintainAction,
+    Named, Outcome, RetainAction, ScopeLevel, Source, Status, StepKind, UseEvent,
 };
 pub use records::{
     Distilled, EndTask, HistoryEntry, MaintainReport, MaintainStep, MemoryRecord, NewTask, Query,

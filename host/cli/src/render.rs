@@ -4,8 +4,8 @@
 
 use hindsight::time::format_iso;
 use hindsight::{
-    Distilled, HistoryEntry, MaintainAction, MaintainReport, MemoryRecord, RecallResult, RetainOutcome,
-    Status, TaskEnd, TaskState,
+    Audit, AuditItem, Distilled, HistoryEntry, ListPage, MaintainAction, MaintainReport, MemoryRecord,
+    RecallResult, RetainOutcome, Status, TaskEnd, TaskState,
 };
 
 /// `text` with control characters (other than newline and tab) and bidi controls escaped.
@@ -164,6 +164,39 @@ pub fn maintain(report: &MaintainReport, seconds: f64) -> String {
         lines.push(format!("  {} {}{into}: {}", s.action, s.id, safe(&s.reason)));
     }
     lines.join("\n")
+}
+
+pub fn list(page: &ListPage) -> String {
+    let mut out: Vec<String> = page.items.iter().map(memory_line).collect();
+    out.push(match &page.next_cursor {
+        Some(c) => format!("({} of {} shown; next page: --cursor {c})", page.items.len(), page.total),
+        None => format!("({} of {} shown)", page.items.len(), page.total),
+    });
+    out.join("\n")
+}
+
+pub fn audit(a: &Audit) -> String {
+    let section = |title: &str, items: &[AuditItem]| {
+        let mut s = format!("{title} ({}):", items.len());
+        for i in items.iter().take(20) {
+            s.push_str(&format!(
+                "\n  {} recalled {}, cited {}, helpful {}: {}",
+                i.id,
+                i.recalled,
+                i.cited,
+                i.helpful,
+                safe(&i.content)
+            ));
+        }
+        s
+    };
+    [
+        format!("bank {} ({} recall log entries)", a.bank, a.log_entries),
+        section("never useful", &a.never_useful),
+        section("never recalled", &a.never_recalled),
+        section("most useful", &a.most_useful),
+    ]
+    .join("\n")
 }
 
 #[cfg(test)]

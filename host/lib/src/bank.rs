@@ -2,8 +2,9 @@
 //! handles that route every call to the instance serving the bank.
 
 use hindsight_types::{
-    Distilled, EndTask, FeedbackOutcome, HistoryEntry, MaintainReport, Memory, MemoryRecord, NewTask, Query,
-    RecallResult, RetainOutcome, Stats, Step, TaskEnd, TaskState, TaskUpdate, Timestamp,
+    Audit, Correction, Distilled, EndTask, Explanation, FeedbackOutcome, HistoryEntry, ImportReport,
+    ListPage, ListQuery, MaintainReport, Memory, MemoryRecord, NewTask, Query, RecallResult, RetainOutcome,
+    Stats, Step, TaskEnd, TaskState, TaskUpdate, Timestamp,
 };
 
 use crate::access::Right;
@@ -85,6 +86,9 @@ impl Bank {
     pub fn recall(&self, query: impl Into<Query>) -> Result<RecallResult> {
         let mut query: Query = query.into();
         query.now = query.now.or(self.now);
+        if query.agent_id.is_none() {
+            query.agent_id = self.hs.principal.as_ref().map(|p| p.name().to_string());
+        }
         let query: wit::types::RecallQuery = query.into();
         Ok(self
             .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_recall(s, h, &query)))?
@@ -253,6 +257,177 @@ impl Bank {
         Ok(tasks.into_iter().map(Into::into).collect())
     }
 
+    /// A page of the bank's memories: by kind, status, tag, task type, source and text, newest
+    /// or most recalled first; pass the page's `next_cursor` back for the next.
+    pub fn list(&self, query: ListQuery) -> Result<ListPage> {
+        let query: wit::types::ListQuery = query.into();
+        Ok(self
+            .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_list(s, h, &query)))?
+            .into())
+    }
+
+    /// The user's correction of memory `id`: a new memory holding `content` (source
+    /// user-feedback) supersedes it, and active memories close to its old content lose
+    /// confidence (`feedback.correction_cascade_*`). One commit; says every memory it touched.
+    pub fn correct(&self, id: &str, content: &str) -> Result<Correction> {
+        let (id, content, now) = (id.to_string(), content.to_string(), self.now);
+        Ok(self
+            .call(Right::Write, move |w, bank| {
+                w.with_bank(bank, |b, s, h| b.call_correct(s, h, &id, &content, now))
+            })?
+            .into())
+    }
+
+    /// Reports that these memories were used (in task `task_id`, if given): each counts as
+    /// cited in the audit. All or none.
+    pub fn used<I, S>(&self, ids: I, task_id: Option<&str>) -> Result<Vec<MemoryRecord>>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let ids: Vec<String> = ids.into_iter().map(Into::into).collect();
+        let (task, now) = (task_id.map(str::to_string), self.now);
+        let memories = self.call(Right::Write, move |w, bank| {
+            w.with_bank(bank, |b, s, h| b.call_used(s, h, &ids, task.as_deref(), now))
+        })?;
+        Ok(memories.into_iter().map(Into::into).collect())
+    }
+
+    /// Where memory `id` came from (source, the task it was distilled from, the episodes it was
+    /// consolidated from, its history), every feedback event, and every recall that returned it.
+    pub fn explain(&self, id: &str) -> Result<Explanation> {
+        let id = id.to_string();
+        Ok(self
+            .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_explain(s, h, &id)))?
+            .into())
+    }
+
+    /// Memories recalled often and never useful, never recalled, and the most useful.
+    pub fn audit(&self) -> Result<Audit> {
+        Ok(self.call(Right::Read, |w, bank| w.with_bank(bank, |b, s, h| b.call_audit(s, h)))?.into())
+    }
+
+    /// Writes the bank as JSON lines to `out`, a page at a time (a header naming the format and
+    /// the embedding model, then every memory — with its vector when `vectors` — task and recall
+    /// log entry). Returns the lines written.
+    pub fn export(&self, vectors: bool, mut out: impl FnMut(&str) -> Result<()>) -> Result<u64> {
+        const PAGE: u32 = 1000;
+        let mut cursor: Option<String> = None;
+        let mut written = 0u64;
+        loop {
+            let after = cursor.take();
+            let page = self.call(Right::Read, move |w, bank| {
+                w.with_bank(bank, |b, s, h| b.call_export_page(s, h, after.as_deref(), PAGE, vectors))
+            })?;
+            for line in &page.lines {
+                out(line)?;
+                written += 1;
+            }
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(written),
+            }
+        }
+    }
+
+    /// Imports an export (JSON lines) into this bank, which must be empty, a batch per commit;
+    /// `progress` hears the lines read so far. Vectors made by another model are refused unless
+    /// `reembed` (then every memory is embedded again here).
+    pub fn import(
+        &self,
+        lines: impl std::io::BufRead,
+        reembed: bool,
+        mut progress: impl FnMut(u64),
+    ) -> Result<ImportReport> {
+        const BATCH: usize = 500;
+        let mut report = ImportReport::default();
+        let mut batch: Vec<String> = Vec::with_capacity(BATCH);
+        let mut first_line = 1u32;
+        let mut read = 0u64;
+        let mut send = |batch: Vec<String>, first_line: u32| -> Result<()> {
+            let now = self.now;
+            let r: ImportReport = self
+                .call(Right::Write, move |w, bank| {
+                    w.with_bank(bank, |b, s, h| b.call_import_lines(s, h, &batch, first_line, reembed, now))
+                })?
+                .into();
+            report.memories += r.memories;
+            report.embedded += r.embedded;
+            report.tasks += r.tasks;
+            report.log_entries += r.log_entries;
+            Ok(())
+        };
+        for line in lines.lines() {
+            let line = line.map_err(|e| crate::Error::invalid("file", format!("line {}: {e}", read + 1)))?;
+            batch.push(line);
+            read += 1;
+            if batch.len() == BATCH {
+                send(std::mem::take(&mut batch), first_line)?;
+                first_line = read as u32 + 1;
+                progress(read);
+            }
+        }
+        if read == 0 {
+            return Err(crate::Error::invalid("file", "is empty: expected an export's header line"));
+        }
+        if !batch.is_empty() {
+            send(batch, first_line)?;
+            progress(read);
+        }
+        self.reindex()?;
+        Ok(report)
+    }
+
+    /// Seals the vectors waiting in the exact-scan buffer into an index segment and saves the
+    /// keyword index; returns how many were sealed.
+    pub fn reindex(&self) -> Result<u32> {
+        let now = self.now;
+        self.call(Right::Write, move |w, bank| w.with_bank(bank, |b, s, h| b.call_reindex(s, h, now)))
+    }
+
+    /// Re-embeds every memory with `to`'s model (another [`Hindsight`] on the same store), in
+    /// batches staged beside the bank's vectors — the bank answers with its old model meanwhile,
+    /// and a run stopped halfway resumes where it stopped — then switches in one commit and
+    /// rebuilds the index with the new model. `progress` hears the memories embedded so far.
+    pub fn reembed(&self, to: &Hindsight, mut progress: impl FnMut(u64)) -> Result<u32> {
+        const BATCH: u32 = 64;
+        let model = to.model_id()?;
+        let dimension = to.embed(&["dimension"])?.remove(0).len() as u32;
+        let mut done = 0u64;
+        loop {
+            let m = model.clone();
+            let pending = self.call(Right::Write, move |w, bank| {
+                w.with_bank(bank, |b, s, h| b.call_reembed_pending(s, h, &m, dimension, BATCH))
+            })?;
+            if pending.is_empty() {
+                break;
+            }
+            let texts: Vec<&str> = pending.iter().map(|(_, text)| text.as_str()).collect();
+            let vectors = to.embed(&texts)?;
+            let staged: Vec<(String, Vec<f32>)> =
+                pending.into_iter().map(|(id, _)| id).zip(vectors).collect();
+            done += staged.len() as u64;
+            let m = model.clone();
+            self.call(Right::Write, move |w, bank| {
+                w.with_bank(bank, |b, s, h| b.call_stage_vectors(s, h, &m, dimension, &staged))
+            })?;
+            progress(done);
+        }
+        let (m, now) = (model.clone(), self.now);
+        let switched = self.call(Right::Write, move |w, bank| {
+            w.with_bank(bank, |b, s, h| b.call_switch_model(s, h, &m, dimension, now))
+        })?;
+        // The instance serving the bank holds it with the old model: a fresh one opens it anew
+        // (and, with this handle's models, refuses it).
+        self.call(Right::Write, |w, _| {
+            w.discard();
+            Ok(())
+        })?;
+        let rebuilt = Bank { hs: to.clone(), id: self.id.clone(), now: self.now };
+        rebuilt.reindex()?;
+        Ok(switched)
+    }
+
     /// Induces semantic memories from the episodes since `since` (all when `None`) with the
     /// language model; an `Llm` error without one.
     pub fn consolidate(&self, since: Option<Timestamp>) -> Result<Vec<Distilled>> {
@@ -276,6 +451,14 @@ impl Task {
     /// The task's id in its bank.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// Recalls for this task: the prompt block's citation handles are the task's, and when the
+    /// task ends, the memories its answer (or the end's detail) cites get its outcome as feedback.
+    pub fn recall(&self, query: impl Into<Query>) -> Result<RecallResult> {
+        let mut query: Query = query.into();
+        query.task_id = Some(self.id.clone());
+        self.bank.recall(query)
     }
 
     /// Its working memory now.

@@ -67,11 +67,13 @@ pub use hindsight_types::defaults;
 pub use hindsight_types::settings::{self, Settings};
 pub use hindsight_types::time::{self, Timestamp};
 pub use hindsight_types::{
-    split_list, DistillMethod, Distilled, EndTask, FailureType, FeedbackOutcome, FieldError, HistoryEntry,
-    HistoryEvent, Kind, Llm, LlmError, LlmOperation, LlmRequest, LlmResponse, MaintainAction, MaintainReport,
-    MaintainStep, Memory, MemoryRecord, MemoryStore, Named, NewTask, Op, Outcome, Query, RecallResult,
-    Recalled, RetainAction, RetainOutcome, Scope, ScopeLevel, Score, Source, Stats, Status, Step, StepKind,
-    Store, StoreError, TaskEnd, TaskState, TaskUpdate, ToolCall, FORMAT_VERSION,
+    split_list, Audit, AuditItem, Cascaded, Correction, DistillMethod, Distilled, EndTask, Explanation,
+    FailureType, FeedbackOutcome, FieldError, HistoryEntry, HistoryEvent, ImportReport, Kind, ListOrder,
+    ListPage, ListQuery, Llm, LlmError, LlmOperation, LlmRequest, LlmResponse, MaintainAction,
+    MaintainReport, MaintainStep, Memory, MemoryRecord, MemoryStore, Named, NewTask, Op, Outcome, Query,
+    RecallHit, RecallLogEntry, RecallResult, Recalled, RetainAction, RetainOutcome, Scope, ScopeLevel, Score,
+    Source, Stats, Status, Step, StepKind, Store, StoreError, TaskEnd, TaskState, TaskUpdate, ToolCall,
+    UseEvent, UseRecord, FORMAT_VERSION,
 };
 pub use models::Models;
 #[cfg(feature = "openai")]

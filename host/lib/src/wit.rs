@@ -40,6 +40,8 @@ enums! {
     types::StepKind => api::StepKind { Thought, ToolCall, ToolResult, UserMessage, Answer }
     types::TaskOutcome => api::Outcome { Success, Failure, Interrupted }
     types::DistillMethod => api::DistillMethod { Llm, Rules, Skipped }
+    types::ListOrder => api::ListOrder { Newest, MostRecalled }
+    types::UseEvent => api::UseEvent { Feedback, Cited, RecalledNotUsed, Used, Cascade, Corrected }
     llm::Operation => api::LlmOperation { Extract, Importance, Consolidate, Judge }
 }
 
@@ -128,6 +130,8 @@ impl From<api::Query> for types::RecallQuery {
             prompt_tokens: q.prompt_tokens,
             vector: q.vector,
             include_superseded: q.include_superseded,
+            agent_id: q.agent_id,
+            task_id: q.task_id,
         }
     }
 }
@@ -161,6 +165,7 @@ impl From<types::RecallResult> for api::RecallResult {
                     possibly_stale: i.possibly_stale,
                     in_prompt: i.in_prompt,
                     bank: i.bank,
+                    handle: i.handle,
                 })
                 .collect(),
             prompt: r.prompt,
@@ -280,6 +285,132 @@ impl From<types::TaskEnd> for api::TaskEnd {
             method: e.method.into(),
             reason: e.reason,
             items: e.items.into_iter().map(Into::into).collect(),
+            cited: e.cited,
+            unused: e.unused,
+        }
+    }
+}
+
+impl From<types::Correction> for api::Correction {
+    fn from(c: types::Correction) -> Self {
+        api::Correction {
+            memory: c.memory.into(),
+            superseded: c.superseded,
+            cascade: c
+                .cascade
+                .into_iter()
+                .map(|x| api::Cascaded { id: x.id, before: x.before, after: x.after })
+                .collect(),
+        }
+    }
+}
+
+impl From<api::ListQuery> for types::ListQuery {
+    fn from(q: api::ListQuery) -> Self {
+        types::ListQuery {
+            kind: q.kind.map(Into::into),
+            status: q.status.map(Into::into),
+            any_status: q.any_status,
+            tag: q.tag,
+            task_type: q.task_type,
+            source: q.source.map(Into::into),
+            text: q.text,
+            order: q.order.into(),
+            limit: q.limit,
+            cursor: q.cursor,
+        }
+    }
+}
+
+impl From<types::ListPage> for api::ListPage {
+    fn from(p: types::ListPage) -> Self {
+        api::ListPage {
+            items: p.items.into_iter().map(Into::into).collect(),
+            next_cursor: p.next_cursor,
+            total: p.total,
+        }
+    }
+}
+
+impl From<types::UseRecord> for api::UseRecord {
+    fn from(u: types::UseRecord) -> Self {
+        api::UseRecord {
+            at: u.at,
+            event: u.event.into(),
+            outcome: u.outcome.map(Into::into),
+            task_id: u.task_id,
+            other: u.other,
+        }
+    }
+}
+
+impl From<types::RecallLogEntry> for api::RecallLogEntry {
+    fn from(e: types::RecallLogEntry) -> Self {
+        api::RecallLogEntry {
+            seq: e.seq,
+            at: e.at,
+            agent_id: e.agent_id,
+            task_id: e.task_id,
+            query: e.query,
+            query_hash: e.query_hash,
+            hits: e
+                .hits
+                .into_iter()
+                .map(|h| api::RecallHit { id: h.id, score: h.score, handle: h.handle })
+                .collect(),
+        }
+    }
+}
+
+impl From<types::Explanation> for api::Explanation {
+    fn from(x: types::Explanation) -> Self {
+        api::Explanation {
+            memory: x.memory.into(),
+            task: x.task.map(Into::into),
+            consolidated_from: x.consolidated_from,
+            history: x.history.into_iter().map(Into::into).collect(),
+            events: x.events.into_iter().map(Into::into).collect(),
+            recalls: x.recalls.into_iter().map(Into::into).collect(),
+            recalled: x.recalled,
+            cited: x.cited,
+            helpful: x.helpful,
+            unhelpful: x.unhelpful,
+        }
+    }
+}
+
+impl From<types::AuditItem> for api::AuditItem {
+    fn from(i: types::AuditItem) -> Self {
+        api::AuditItem {
+            id: i.id,
+            content: i.content,
+            recalled: i.recalled,
+            cited: i.cited,
+            helpful: i.helpful,
+        }
+    }
+}
+
+impl From<types::Audit> for api::Audit {
+    fn from(a: types::Audit) -> Self {
+        let items = |v: Vec<types::AuditItem>| v.into_iter().map(Into::into).collect();
+        api::Audit {
+            bank: a.bank,
+            never_useful: items(a.never_useful),
+            never_recalled: items(a.never_recalled),
+            most_useful: items(a.most_useful),
+            log_entries: a.log_entries,
+        }
+    }
+}
+
+impl From<types::ImportReport> for api::ImportReport {
+    fn from(r: types::ImportReport) -> Self {
+        api::ImportReport {
+            memories: r.memories,
+            embedded: r.embedded,
+            tasks: r.tasks,
+            log_entries: r.log_entries,
         }
     }
 }

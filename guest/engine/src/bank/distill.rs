@@ -10,6 +10,7 @@ use hindsight_types::{
     StepKind, TaskUpdate,
 };
 
+use super::audit::Citations;
 use super::Bank;
 use crate::error::{Error, Result};
 use crate::filter::{asks_to_remember, is_transient_failure, repeat_key};
@@ -24,6 +25,8 @@ pub struct TaskEnd {
     pub method: DistillMethod,
     pub reason: String,
     pub items: Vec<Distilled>,
+    /// What the end did with the memories recalled for the task.
+    pub citations: Citations,
 }
 
 /// What the LLM is asked to return.
@@ -57,7 +60,7 @@ impl Bank {
     }
 
     /// The task and its stored bytes (what a save expects to replace).
-    fn load_task(&self, id: &str) -> Result<(Task, Vec<u8>)> {
+    pub(super) fn load_task(&self, id: &str) -> Result<(Task, Vec<u8>)> {
         let bytes = self
             .store
             .get(&self.task_key(id))?
@@ -213,6 +216,7 @@ impl Bank {
             Ok(true)
         })?;
 
+        let citations = self.apply_citations(&task, now)?;
         let Some(reason) = self.worth_distilling(&task, force) else {
             let s = &self.settings.distill;
             let steps = task.steps.len();
@@ -225,9 +229,12 @@ impl Bank {
                 task,
                 method: DistillMethod::Skipped,
                 items: Vec::new(),
+                citations,
             });
         };
-        self.distill(task, reason, false, now)
+        let mut end = self.distill(task, reason, false, now)?;
+        end.citations = citations;
+        Ok(end)
     }
 
     /// Why the task is worth distilling, if it is.
@@ -265,7 +272,13 @@ impl Bank {
                 let candidates = rule_lessons(&task);
                 let (task, items) = self.retain_lessons(&task, candidates, now)?;
                 let how = if rules_only { "distilled by rules" } else { "no LLM: distilled by rules" };
-                Ok(TaskEnd { task, method: DistillMethod::Rules, reason: format!("{reason}; {how}"), items })
+                Ok(TaskEnd {
+                    task,
+                    method: DistillMethod::Rules,
+                    reason: format!("{reason}; {how}"),
+                    items,
+                    citations: Citations::default(),
+                })
             }
             Err(LlmError::Failed(e)) => {
                 Err(Error::Llm(format!("distilling task {id}: the LLM call failed: {e}; {unretained}")))
@@ -274,7 +287,13 @@ impl Bank {
                 let lessons = parse_json::<Lessons>(&response.text)
                     .map_err(|e| Error::Llm(format!("distilling task {id}: {e}; {unretained}")))?;
                 let (task, items) = self.verify_and_retain(&task, lessons.memories, now)?;
-                Ok(TaskEnd { task, method: DistillMethod::Llm, reason, items })
+                Ok(TaskEnd {
+                    task,
+                    method: DistillMethod::Llm,
+                    reason,
+                    items,
+                    citations: Citations::default(),
+                })
             }
         }
     }

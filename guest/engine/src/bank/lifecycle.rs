@@ -7,9 +7,11 @@ use super::retain::reinforce;
 use super::Bank;
 use crate::error::{Error, Result};
 use crate::index::near_duplicate_pairs;
+use hindsight_types::settings::FeedbackSettings;
 use hindsight_types::time::{Timestamp, DAY_MS};
 use hindsight_types::{
-    FeedbackOutcome, HistoryEvent, Kind, MaintainAction, MaintainReport, MaintainStep, Status,
+    FeedbackOutcome, HistoryEvent, Kind, MaintainAction, MaintainReport, MaintainStep, Status, UseEvent,
+    UseRecord,
 };
 
 use crate::record::{Class, Record};
@@ -41,6 +43,27 @@ impl Bank {
         outcome: FeedbackOutcome,
         now: Timestamp,
     ) -> Result<Vec<Record>> {
+        let f = self.settings.feedback.clone();
+        self.change_each(ids, now, |m| {
+            apply_outcome(m, outcome, &f, now);
+            m.note(UseRecord {
+                at: now,
+                event: UseEvent::Feedback,
+                outcome: Some(outcome),
+                task_id: None,
+                other: None,
+            });
+        })
+    }
+
+    /// Applies `change` to each memory `ids` names (once each) and stores them in one commit;
+    /// an unknown id changes nothing.
+    pub(super) fn change_each(
+        &mut self,
+        ids: &[String],
+        now: Timestamp,
+        mut change: impl FnMut(&mut Record),
+    ) -> Result<Vec<Record>> {
         if ids.is_empty() {
             return Err(Error::invalid("ids", "must name at least one memory"));
         }
@@ -51,22 +74,13 @@ impl Bank {
                 self.settings.limits.max_k
             )));
         }
-        let f = &self.settings.feedback;
         let mut changed: Vec<Record> = Vec::new();
         for id in ids {
             if changed.iter().any(|m| &m.id == id) {
                 continue;
             }
             let mut m = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
-            match outcome {
-                FeedbackOutcome::Success => reinforce(&mut m, now, f.success_step, f.success_cap),
-                FeedbackOutcome::Failure => {
-                    if m.confidence > f.failure_floor {
-                        m.confidence = (m.confidence - f.failure_step).max(f.failure_floor);
-                    }
-                }
-                FeedbackOutcome::Correction => m.confidence *= f.correction_factor,
-            }
+            change(&mut m);
             m.updated_at = now;
             changed.push(m);
         }
@@ -206,6 +220,14 @@ impl Bank {
                     }
                 }
             }
+            if ms.archive_unused && super::audit::never_useful(&m, self.settings.audit.unused_after) {
+                let reason = format!(
+                    "never useful: recalled {} times, never cited or marked helpful (maintain.archive_unused)",
+                    m.access_count
+                );
+                archive(m, &before, reason, &mut report, &mut changed);
+                continue;
+            }
             if m != before {
                 m.updated_at = now;
                 changed.insert(m.id.clone(), m.clone());
@@ -317,6 +339,26 @@ impl Bank {
             changed.insert(drop, absorbed);
             changed.insert(keep.clone(), survivor.clone());
             active.insert(keep, survivor);
+        }
+    }
+}
+
+/// A verdict's effect on a memory: its confidence, and the helpful / unhelpful counts.
+pub(super) fn apply_outcome(m: &mut Record, outcome: FeedbackOutcome, f: &FeedbackSettings, now: Timestamp) {
+    match outcome {
+        FeedbackOutcome::Success => {
+            reinforce(m, now, f.success_step, f.success_cap);
+            m.helpful = m.helpful.saturating_add(1);
+        }
+        FeedbackOutcome::Failure => {
+            if m.confidence > f.failure_floor {
+                m.confidence = (m.confidence - f.failure_step).max(f.failure_floor);
+            }
+            m.unhelpful = m.unhelpful.saturating_add(1);
+        }
+        FeedbackOutcome::Correction => {
+            m.confidence *= f.correction_factor;
+            m.unhelpful = m.unhelpful.saturating_add(1);
         }
     }
 }

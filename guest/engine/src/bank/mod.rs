@@ -5,6 +5,8 @@
 //! index segment, `lexical` the keyword index snapshot, `t/<id>` a task. Indexes live in memory
 //! and are rebuilt (or restored) from these on open.
 
+mod audit;
+mod browse;
 mod distill;
 mod judging;
 mod lifecycle;
@@ -13,6 +15,7 @@ mod retain;
 mod state;
 #[cfg(test)]
 mod test_support;
+mod transfer;
 
 use std::rc::Rc;
 
@@ -28,6 +31,8 @@ use crate::llm::Llm;
 use crate::record::Record;
 use crate::segment::Segment;
 use crate::store::{scan_all, Op, Store, StoreError};
+pub use audit::{Citations, Explained};
+pub use browse::{Corrected, Listed};
 pub use distill::TaskEnd;
 pub use lifecycle::HistoryEntry;
 pub use recall::recall_across;
@@ -65,6 +70,8 @@ pub struct Bank {
     /// Whether lessons marked for sharing may go to `spaces.shared_bank` (the caller may write
     /// there); set by the host per call.
     may_share: bool,
+    /// An import this instance has begun (its header was read).
+    importing: Option<transfer::Importing>,
 }
 
 /// The store key of a bank's [`Turn`].
@@ -136,6 +143,7 @@ impl Bank {
             state: State::empty(dim),
             ids_made: 0,
             may_share: true,
+            importing: None,
         };
         bank.reload()?;
         if bank.state.has_meta && bank.state.format_version < FORMAT_VERSION {
@@ -633,6 +641,8 @@ fn decode_vector(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
+#[cfg(test)]
+mod audit_tests;
 #[cfg(test)]
 mod distill_tests;
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use hindsight_types::time::DAY_MS;
-use hindsight_types::{ScopeLevel, Status};
+use hindsight_types::{RecallHit, RecallLogEntry, ScopeLevel, Status};
 
 use super::{checked_vector, Bank};
 use crate::error::{Error, Result};
@@ -11,7 +11,7 @@ use crate::prompt;
 use crate::recall::{RecallQuery, RecallResult, Recalled};
 use crate::record::Record;
 use crate::score::{self, Bounds, Evidence, Score};
-use crate::store::StoreError;
+use crate::store::{Op, StoreError};
 
 impl Bank {
     pub fn recall(&mut self, q: RecallQuery) -> Result<RecallResult> {
@@ -89,12 +89,27 @@ impl Bank {
             .collect();
         let stale_ms = (self.settings.recall.stale_after_days as f64 * DAY_MS as f64) as i64;
         let possibly_stale = now.saturating_sub(m.occurred_at) > stale_ms;
-        Recalled { memory: m, score, conflicting, possibly_stale, in_prompt: false, bank: self.id.clone() }
+        Recalled {
+            memory: m,
+            score,
+            conflicting,
+            possibly_stale,
+            in_prompt: false,
+            bank: self.id.clone(),
+            handle: None,
+        }
     }
 
-    /// Being recalled is use: counted on each memory, in one commit (against the bank as the
-    /// store holds it now). Returns the memories as stored after it.
-    fn record_use(&mut self, ids: &[String], now: i64) -> Result<Vec<Option<Record>>> {
+    /// Being recalled is use: counted on each memory, logged in the recall log, and (for a task)
+    /// the task's citation handles stored, in one commit against the bank as the store holds it
+    /// now. Returns the memories as stored after it.
+    fn record_use(
+        &mut self,
+        ids: &[String],
+        log: RecallLogEntry,
+        task: Option<(&str, &[String])>,
+        now: i64,
+    ) -> Result<Vec<Option<Record>>> {
         self.transact(|bank| {
             let used: Vec<Option<Record>> = ids
                 .iter()
@@ -107,7 +122,11 @@ impl Bank {
                     })
                 })
                 .collect();
-            let ops = used.iter().flatten().map(|m| bank.put_memory(m)).collect();
+            let mut ops: Vec<Op> = used.iter().flatten().map(|m| bank.put_memory(m)).collect();
+            ops.extend(bank.log_ops(log.clone())?);
+            if let Some((task_id, handles)) = task {
+                ops.extend(bank.task_handles(task_id, handles)?.1);
+            }
             match bank.commit_to_store(ops, now) {
                 Ok(()) => {
                     for m in used.iter().flatten() {
@@ -179,20 +198,44 @@ pub fn recall_across(banks: &mut [&mut Bank], q: RecallQuery) -> Result<RecallRe
 
     let mut items: Vec<Recalled> =
         ranked.iter().map(|&(b, slot, score)| banks[b].recalled(slot, score, q.now)).collect();
+    let home = banks[0].id.clone();
+    // Citation handles: a task's run on across its recalls (a memory keeps its handle); without
+    // a task they are the ranks. Memories of another bank are `bank/id` in a task's list.
+    let handle_ids: Vec<String> = items
+        .iter()
+        .map(|i| if i.bank == home { i.memory.id.clone() } else { format!("{}/{}", i.bank, i.memory.id) })
+        .collect();
+    let handles: Vec<String> = match q.task_id.as_deref() {
+        Some(task_id) => banks[0].task_handles(task_id, &handle_ids)?.0,
+        None => handle_ids.clone(),
+    };
+    for (item, key) in items.iter_mut().zip(&handle_ids) {
+        let n = handles.iter().position(|h| h == key).map_or(0, |p| p + 1);
+        item.handle = Some(format!("m{n}"));
+    }
+    let budget = q.prompt_tokens.unwrap_or(settings.recall.prompt_tokens) as usize;
+    let prompt = prompt::block(&mut items, budget, settings.recall.prompt_min_relevance, &home);
     for (b, bank) in banks.iter_mut().enumerate() {
         let mine: Vec<usize> = (0..items.len()).filter(|&i| ranked[i].0 == b).collect();
-        if mine.is_empty() {
+        if mine.is_empty() && b > 0 {
             continue;
         }
         let ids: Vec<String> = mine.iter().map(|&i| items[i].memory.id.clone()).collect();
-        for (i, used) in mine.into_iter().zip(bank.record_use(&ids, q.now)?) {
+        let hits = mine
+            .iter()
+            .map(|&i| RecallHit {
+                id: items[i].memory.id.clone(),
+                score: items[i].score.total,
+                handle: items[i].in_prompt.then(|| items[i].handle.clone()).flatten(),
+            })
+            .collect();
+        let log = bank.log_entry(query, q.agent_id.clone(), q.task_id.clone(), hits, q.now);
+        let task = q.task_id.as_deref().filter(|_| b == 0).map(|t| (t, handle_ids.as_slice()));
+        for (i, used) in mine.into_iter().zip(bank.record_use(&ids, log, task, q.now)?) {
             if let Some(m) = used {
                 items[i].memory = m;
             }
         }
     }
-    let budget = q.prompt_tokens.unwrap_or(settings.recall.prompt_tokens) as usize;
-    let home = banks[0].id.clone();
-    let prompt = prompt::block(&mut items, budget, settings.recall.prompt_min_relevance, &home);
     Ok(RecallResult { items, prompt })
 }

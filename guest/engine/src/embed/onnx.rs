@@ -129,7 +129,12 @@ impl Embedder {
             })
             .collect::<Result<_>>()?;
         let outputs = self.plan.run(inputs).map_err(|e| Error::Model(format!("model run: {e}")))?;
-        let hidden = outputs[0]
+        // The token embeddings: the first [rows, width, d] float output (exports differ in what
+        // else they return, and in what order: the ids, the mask, a pooled vector).
+        let hidden = outputs
+            .iter()
+            .find(|t| t.datum_type() == DatumType::F32 && t.rank() == 3)
+            .ok_or_else(|| Error::Model("the model has no [batch, tokens, dimension] float output".into()))?
             .to_plain_array_view::<f32>()
             .map_err(|e| Error::Model(format!("model output: {e}")))?;
         let shape = hidden.shape();

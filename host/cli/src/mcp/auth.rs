@@ -134,3 +134,8 @@ pub fn principal(ctx: &RequestContext<RoleServer>) -> Option<Principal> {
         .and_then(|parts| parts.extensions.get::<Caller>())
         .map(|c| c.0.clone())
 }
+
+/// The principal of a plain HTTP request (not a tool call), when the server checks tokens.
+pub fn caller_of(request: &Request) -> Option<Principal> {
+    request.extensions().get::<Caller>().map(|c| c.0.clone())
+}

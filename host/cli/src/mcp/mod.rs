@@ -25,6 +25,7 @@ use crate::error::{CliError, CliResult};
 mod auth;
 mod frame;
 mod http;
+mod panel;
 mod stdio;
 
 pub use auth::Auth;
@@ -84,7 +85,9 @@ fn failure_type_schema(_: &mut SchemaGenerator) -> Schema {
     one_of::<hindsight::FailureType>()
 }
 fn feedback_schema(_: &mut SchemaGenerator) -> Schema {
-    one_of::<FeedbackOutcome>()
+    let mut names: Vec<&str> = FeedbackOutcome::ALL.iter().map(|v| v.as_str()).collect();
+    names.push("used");
+    json_schema!({"type": "string", "enum": names})
 }
 fn task_outcome_schema(_: &mut SchemaGenerator) -> Schema {
     one_of::<Outcome>()
@@ -174,6 +177,9 @@ pub struct SearchArgs {
     pub scope_id: Option<String>,
     /// Also return memories that newer ones replaced.
     pub include_superseded: Option<bool>,
+    /// The task you are working on (from memory_summarize's task or `hindsight task begin`): the
+    /// prompt's [m1]-style handles are the task's; cite the ones you rely on in your answer.
+    pub task_id: Option<String>,
     /// "Now" for recency (ISO 8601), when replaying something that happened at another time;
     /// default: the wall clock.
     pub now: Option<String>,
@@ -247,10 +253,13 @@ pub struct ForgetArgs {
 pub struct FeedbackArgs {
     /// The ids of the recalled memories this is about.
     pub ids: Vec<String>,
-    /// success (following them worked: confidence up), failure (confidence down) or correction
-    /// (the user corrected them: confidence halved).
+    /// success (following them worked: confidence up), failure (confidence down), correction
+    /// (the user corrected them: confidence halved), or used (you relied on them: counted as
+    /// cited, confidence unchanged).
     #[schemars(schema_with = "feedback_schema")]
     pub outcome: String,
+    /// With outcome used: the task they were used in.
+    pub task_id: Option<String>,
     /// The memory bank (tenant); default: the server's --bank.
     pub bank: Option<String>,
 }
@@ -274,6 +283,58 @@ pub struct ShareArgs {
     /// The bank it is in; default: the server's --bank.
     pub bank: Option<String>,
 }
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListArgs {
+    /// Only this kind.
+    #[serde(default)]
+    #[schemars(schema_with = "kind_schema")]
+    pub kind: Option<String>,
+    /// active (the default), superseded, merged, archived, or any.
+    pub status: Option<String>,
+    /// Only memories carrying this tag.
+    pub tag: Option<String>,
+    /// Only this task type.
+    pub task_type: Option<String>,
+    /// Only this source.
+    #[serde(default)]
+    #[schemars(schema_with = "source_schema")]
+    pub source: Option<String>,
+    /// Only memories whose content contains this text (case-insensitive).
+    pub text: Option<String>,
+    /// newest (the default) or most_recalled first.
+    pub order: Option<String>,
+    /// At most this many, 1 to 1000 (default 50).
+    pub limit: Option<u32>,
+    /// The previous page's next_cursor.
+    pub cursor: Option<String>,
+    /// The memory bank (tenant); default: the server's --bank.
+    pub bank: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CorrectArgs {
+    /// The memory that is wrong.
+    pub id: String,
+    /// What is true instead: it replaces the memory (source user-feedback), and similar memories
+    /// lose confidence.
+    pub text: String,
+    /// The memory bank (tenant); default: the server's --bank.
+    pub bank: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BankArgs {
+    /// The memory bank (tenant); default: the server's --bank.
+    pub bank: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
 
 #[derive(Clone)]
 pub struct MemoryServer {
@@ -404,6 +465,7 @@ impl MemoryServer {
         query.task_type = a.task_type;
         query.tags = a.tags.unwrap_or_default();
         query.include_superseded = a.include_superseded.unwrap_or(false);
+        query.task_id = a.task_id;
         for (i, k) in a.kinds.unwrap_or_default().iter().enumerate() {
             match Kind::parse(&format!("kinds[{i}]"), k) {
                 Ok(kind) => query.kinds.push(kind),
@@ -522,9 +584,14 @@ impl MemoryServer {
         Parameters(args): Parameters<Args<FeedbackArgs>>,
     ) -> CallToolResult {
         let a = parsed!(args);
+        if a.outcome.trim() == "used" {
+            return self
+                .on_bank(&ctx, a.bank, move |b| Ok(json!({"memories": b.used(a.ids, a.task_id.as_deref())?})))
+                .await;
+        }
         let outcome = match FeedbackOutcome::parse("outcome", &a.outcome) {
             Ok(o) => o,
-            Err(e) => return tool_error(format!("invalid input: {e}")),
+            Err(e) => return tool_error(format!("invalid input: {e}; or used")),
         };
         self.on_bank(&ctx, a.bank, move |b| Ok(json!({"memories": b.feedback(a.ids, outcome)?}))).await
     }
@@ -570,6 +637,116 @@ impl MemoryServer {
     }
 
     #[tool(
+        description = "List a bank's memories by kind, status, tag, task type, source and a text filter, newest or most recalled first, a page at a time: returns items, next_cursor (pass it back as cursor for the next page) and total."
+    )]
+    async fn memory_list(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<ListArgs>>,
+    ) -> CallToolResult {
+        let a = parsed!(args);
+        let query = match list_query(&a) {
+            Ok(q) => q,
+            Err(e) => return tool_error(format!("invalid input: {e}")),
+        };
+        self.on_bank(&ctx, a.bank, move |b| b.list(query)).await
+    }
+
+    #[tool(
+        description = "One memory by id, whatever its status (active, superseded, merged or archived), with all its fields."
+    )]
+    async fn memory_get(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<HistoryArgs>>,
+    ) -> CallToolResult {
+        let a = parsed!(args);
+        self.on_bank(&ctx, a.bank, move |b| b.get(&a.id)).await
+    }
+
+    #[tool(
+        description = "Correct a wrong memory: the given text replaces it as a new memory (source user-feedback, high confidence) that supersedes it, and active memories close to the old content lose some confidence. Returns the new memory, the superseded id, and every memory whose confidence was lowered (cascade)."
+    )]
+    async fn memory_correct(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<CorrectArgs>>,
+    ) -> CallToolResult {
+        let a = parsed!(args);
+        self.on_bank(&ctx, a.bank, move |b| b.correct(&a.id, &a.text)).await
+    }
+
+    #[tool(
+        description = "Explain a memory: where it came from (source, agent, the task it was distilled from with its steps, the episodes it was consolidated from, what it replaced), every feedback event, and every recall that returned it, with counts (recalled, cited, helpful)."
+    )]
+    async fn memory_explain(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<HistoryArgs>>,
+    ) -> CallToolResult {
+        let a = parsed!(args);
+        self.on_bank(&ctx, a.bank, move |b| b.explain(&a.id)).await
+    }
+
+    #[tool(
+        description = "Audit a bank from its recall log: memories recalled often but never cited or helpful (never_useful), never recalled, and the most useful."
+    )]
+    async fn memory_audit(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<BankArgs>>,
+    ) -> CallToolResult {
+        let a = parsed!(args);
+        self.on_bank(&ctx, a.bank, move |b| b.audit()).await
+    }
+
+    #[tool(
+        description = "Counts of a bank's memories by status and kind, its embedding model and stored format."
+    )]
+    async fn memory_stats(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<BankArgs>>,
+    ) -> CallToolResult {
+        let a = parsed!(args);
+        self.on_bank(&ctx, a.bank, move |b| b.stats()).await
+    }
+
+    #[tool(description = "Bring an archived (softly forgotten) memory back. Returns the memory.")]
+    async fn memory_restore(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<HistoryArgs>>,
+    ) -> CallToolResult {
+        let a = parsed!(args);
+        self.on_bank(&ctx, a.bank, move |b| b.restore(&a.id)).await
+    }
+
+    #[tool(description = "The banks in the store (those the caller may read, with auth).")]
+    async fn memory_banks(
+        &self,
+        ctx: RequestContext<RoleServer>,
+        Parameters(args): Parameters<Args<NoArgs>>,
+    ) -> CallToolResult {
+        let _ = parsed!(args);
+        let hs = match self.caller(&ctx) {
+            Ok(hs) => hs,
+            Err(e) => return tool_error(engine_error(e)),
+        };
+        structured(
+            tokio::task::spawn_blocking(move || {
+                let banks: Vec<String> = hs
+                    .banks()?
+                    .into_iter()
+                    .filter(|b| hs.principal().is_none_or(|p| p.check(hindsight::Right::Read, b).is_ok()))
+                    .collect();
+                Ok(json!({"banks": banks}))
+            })
+            .await,
+        )
+    }
+
+    #[tool(
         description = "Undo a wrong supersede: a superseded memory (see memory_history) becomes active again and is kept beside the memory that replaced it, both flagged as conflicting, so the same pair is not superseded again. Returns the memory."
     )]
     async fn memory_unsupersede(
@@ -589,6 +766,29 @@ impl ServerHandler for MemoryServer {
             .with_server_info(Implementation::new("hindsight", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
+}
+
+/// The `list` query `memory_list`'s arguments describe.
+fn list_query(a: &ListArgs) -> Result<hindsight::ListQuery, hindsight::FieldError> {
+    let mut q = hindsight::ListQuery {
+        tag: a.tag.clone(),
+        task_type: a.task_type.clone(),
+        text: a.text.clone(),
+        limit: a.limit,
+        cursor: a.cursor.clone(),
+        ..Default::default()
+    };
+    q.kind = a.kind.as_deref().map(|k| Kind::parse("kind", k)).transpose()?;
+    q.source = a.source.as_deref().map(|s| hindsight::Source::parse("source", s)).transpose()?;
+    match a.status.as_deref().map(str::trim) {
+        None => {}
+        Some("any") => q.any_status = true,
+        Some(s) => q.status = Some(hindsight::Status::parse("status", s)?),
+    }
+    if let Some(order) = a.order.as_deref() {
+        q.order = hindsight::ListOrder::parse("order", &order.replace('_', "-"))?;
+    }
+    Ok(q)
 }
 
 fn runtime() -> CliResult<tokio::runtime::Runtime> {
@@ -630,7 +830,8 @@ pub fn serve_stdio(hs: Hindsight, default_bank: String) -> CliResult<()> {
 /// Serves MCP over streamable HTTP at `/mcp` (and `GET /health`) until Ctrl-C or SIGTERM; then
 /// checkpoints the store.
 pub fn serve_http(hs: Hindsight, default_bank: String, addr: SocketAddr, auth: Auth) -> CliResult<()> {
-    let server = MemoryServer::new(hs.clone(), default_bank, auth.required());
+    let server = MemoryServer::new(hs.clone(), default_bank.clone(), auth.required());
+    let panel_state = panel::PanelState { hs: hs.clone(), default_bank, auth_required: auth.required() };
     let served = runtime()?.block_on(async move {
         let mut config = StreamableHttpServerConfig::default();
         // Browsers send `Origin`: only pages served from this machine may talk to the server.
@@ -644,9 +845,12 @@ pub fn serve_http(hs: Hindsight, default_bank: String, addr: SocketAddr, auth: A
         let router = axum::Router::new()
             .nest_service("/mcp", service)
             .layer(axum::middleware::from_fn_with_state(sessions, http::reject_malformed))
+            .route("/export", axum::routing::get(panel::export).with_state(panel_state))
             // Outermost: a request without a valid token goes no further.
             .layer(axum::middleware::from_fn_with_state(auth.clone(), auth::require_token))
-            .route("/health", axum::routing::get(|| async { "ok" }));
+            .route("/health", axum::routing::get(|| async { "ok" }))
+            // The panel's page holds no data: it asks for a token, then calls /mcp with it.
+            .route("/", axum::routing::get(panel::page));
         auth.reload_on_hangup();
         let listener = tokio::net::TcpListener::bind(addr)
             .await

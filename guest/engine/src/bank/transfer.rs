@@ -1,0 +1,489 @@
+//! Moving a bank: export as JSON lines (a header, then every record with its vector when asked,
+//! every task, the recall log), import into an empty bank, a page or a batch per call; and
+//! changing its embedding model: vectors from the new model are staged beside the old ones
+//! (`rv/<id>`, outside the bank's sequence, so the bank keeps answering), then switched in one
+//! commit.
+
+use hindsight_types::time::Timestamp;
+use hindsight_types::{ExportPage, ImportReport, RecallLogEntry};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::{decode_vector, encode_vector, Bank, Meta};
+use crate::error::{Error, Result};
+use crate::record::Record;
+use crate::store::{scan_all, Op};
+use crate::task::Task;
+
+/// The export format's version (the header's `hindsight_export`).
+pub const EXPORT_VERSION: u32 = 1;
+const REEMBED_KEY: &str = "reembed";
+
+/// An export's first line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExportHeader {
+    pub hindsight_export: u32,
+    pub bank: String,
+    pub format_version: u32,
+    pub embedding_model: String,
+    pub dimension: usize,
+    pub vectors: bool,
+    pub memories: u32,
+    pub exported_at: Timestamp,
+}
+
+/// An import under way on this instance: what its header said.
+#[derive(Debug, Clone)]
+pub(super) struct Importing {
+    /// The file's vectors are this engine's model's: used as they are.
+    use_vectors: bool,
+}
+
+/// A model switch under way: staged vectors cover every record up to `through` (in id order).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Reembedding {
+    model: String,
+    dimension: usize,
+    through: Option<String>,
+}
+
+/// The export's phases, in order: (cursor tag, key prefix under the bank).
+const PHASES: [(&str, &str); 3] = [("m", "m/"), ("t", "t/"), ("r", "r/")];
+
+impl Bank {
+    /// One page of the bank's export: at most `limit` lines after `cursor` (none: from the
+    /// header). With `vectors`, each memory's line carries its vector (base64 of little-endian
+    /// f32).
+    pub fn export_page(
+        &mut self,
+        cursor: Option<&str>,
+        limit: u32,
+        vectors: bool,
+        now: Timestamp,
+    ) -> Result<ExportPage> {
+        self.sync()?;
+        let limit = limit.clamp(1, 10_000);
+        let mut lines = Vec::new();
+        let (mut phase, mut after) = match cursor {
+            None => {
+                let header = ExportHeader {
+                    hindsight_export: EXPORT_VERSION,
+                    bank: self.id.clone(),
+                    format_version: self.state.format_version,
+                    embedding_model: self.embedder.model_id().to_string(),
+                    dimension: self.embedder.dimension(),
+                    vectors,
+                    memories: self.state.by_id.len() as u32,
+                    exported_at: now,
+                };
+                lines.push(serde_json::to_string(&header).expect("header serialises"));
+                (0, None)
+            }
+            Some(c) => {
+                let (tag, key) =
+                    c.split_once(':').ok_or_else(|| Error::invalid("cursor", "not an export cursor"))?;
+                let phase = PHASES
+                    .iter()
+                    .position(|(t, _)| *t == tag)
+                    .ok_or_else(|| Error::invalid("cursor", "not an export cursor"))?;
+                (phase, Some(self.key(&format!("{}{key}", PHASES[phase].1))))
+            }
+        };
+        while phase < PHASES.len() {
+            let (tag, rest) = PHASES[phase];
+            let prefix = self.key(rest);
+            let room = limit as usize - lines.len().min(limit as usize);
+            if room == 0 {
+                let key = after.as_deref().map_or("", |k| &k[prefix.len()..]);
+                return Ok(ExportPage { lines, next: Some(format!("{tag}:{key}")) });
+            }
+            let page = self.store.scan(&prefix, after.as_deref(), room as u32)?;
+            let full = page.len() == room;
+            for (key, bytes) in page {
+                lines.push(self.export_line(tag, &key[prefix.len()..], &bytes, vectors)?);
+                after = Some(key);
+            }
+            if full {
+                let key = after.as_deref().map_or("", |k| &k[prefix.len()..]);
+                return Ok(ExportPage { lines, next: Some(format!("{tag}:{key}")) });
+            }
+            phase += 1;
+            after = None;
+        }
+        Ok(ExportPage { lines, next: None })
+    }
+
+    fn export_line(&self, tag: &str, name: &str, bytes: &[u8], vectors: bool) -> Result<String> {
+        let value: Value = serde_json::from_slice(bytes)
+            .map_err(|e| Error::Corrupt(format!("bank {}: {tag}/{name}: {e}", self.id)))?;
+        let line = match tag {
+            "m" => {
+                let vector = vectors
+                    .then(|| self.state.by_id.get(name).and_then(|&slot| self.state.vector(slot)))
+                    .flatten()
+                    .map(|v| base64_encode(&encode_vector(v)));
+                match vector {
+                    Some(v) => json!({"memory": value, "vector": v}),
+                    None => json!({"memory": value}),
+                }
+            }
+            "t" => json!({"task": value}),
+            _ => json!({"recall": value}),
+        };
+        Ok(line.to_string())
+    }
+
+    /// Imports export lines (`first_line`: the number of the first in its file, for errors). The
+    /// first call's first line is the header, and the bank must be empty; vectors made by another
+    /// model are refused unless `reembed`, and then embedded here like a file without vectors.
+    /// One commit per call.
+    pub fn import_lines(
+        &mut self,
+        lines: &[String],
+        first_line: u32,
+        reembed: bool,
+        now: Timestamp,
+    ) -> Result<ImportReport> {
+        self.sync()?;
+        let field = |i: usize| format!("line {}", first_line as usize + i);
+        let mut start = 0;
+        if let Some(first) = lines.first() {
+            if let Ok(header) = serde_json::from_str::<ExportHeader>(first) {
+                self.begin_import(&header, reembed, &field(0))?;
+                start = 1;
+            }
+        }
+        let Some(importing) = self.importing.clone() else {
+            return Err(Error::invalid(
+                field(0),
+                "the first line must be the export header (hindsight export)",
+            ));
+        };
+        let mut report = ImportReport::default();
+        let mut ops = Vec::new();
+        let mut records: Vec<(Record, Option<Vec<f32>>)> = Vec::new();
+        let mut log: Vec<RecallLogEntry> = Vec::new();
+        for (i, line) in lines.iter().enumerate().skip(start) {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let value: Value =
+                serde_json::from_str(line).map_err(|e| Error::invalid(field(i), format!("not JSON: {e}")))?;
+            if let Some(m) = value.get("memory") {
+                let record: Record = serde_json::from_value(m.clone())
+                    .map_err(|e| Error::invalid(field(i), format!("memory: {e}")))?;
+                if self.state.by_id.contains_key(&record.id) || records.iter().any(|(r, _)| r.id == record.id)
+                {
+                    return Err(Error::invalid(
+                        field(i),
+                        format!("memory {} is already in the bank", record.id),
+                    ));
+                }
+                let vector = match value.get("vector").and_then(Value::as_str) {
+                    Some(b64) if importing.use_vectors => {
+                        let bytes = base64_decode(b64)
+                            .ok_or_else(|| Error::invalid(field(i), "vector: not base64"))?;
+                        Some(
+                            super::checked_vector(decode_vector(&bytes), self.embedder.dimension())
+                                .map_err(|e| Error::invalid(field(i), e.to_string()))?,
+                        )
+                    }
+                    _ => None,
+                };
+                records.push((record, vector));
+            } else if let Some(t) = value.get("task") {
+                let task: Task = serde_json::from_value(t.clone())
+                    .map_err(|e| Error::invalid(field(i), format!("task: {e}")))?;
+                ops.push(Op::Put(
+                    self.key(&format!("t/{}", task.id)),
+                    serde_json::to_vec(&task).expect("task serialises"),
+                ));
+                report.tasks += 1;
+            } else if let Some(r) = value.get("recall") {
+                let entry: RecallLogEntry = serde_json::from_value(r.clone())
+                    .map_err(|e| Error::invalid(field(i), format!("recall: {e}")))?;
+                log.push(entry);
+            } else {
+                return Err(Error::invalid(field(i), "expected a memory, task or recall line"));
+            }
+        }
+        let missing: Vec<usize> = (0..records.len()).filter(|&i| records[i].1.is_none()).collect();
+        for chunk in missing.chunks(32) {
+            let texts: Vec<&str> = chunk.iter().map(|&i| records[i].0.content.as_str()).collect();
+            let vectors = self.embedder.embed_batch(&texts)?;
+            for (&i, v) in chunk.iter().zip(vectors) {
+                records[i].1 = Some(v);
+            }
+        }
+        report.embedded = missing.len() as u32;
+        let model = self.embedder.model_id().to_string();
+        for (mut record, vector) in records {
+            let vector = vector.expect("embedded above");
+            record.embedding_model = model.clone();
+            ops.push(self.put_memory(&record));
+            ops.push(Op::Put(self.key(&format!("v/{}", record.id)), encode_vector(&vector)));
+            let slot = self.state.insert(record, &vector);
+            self.state.index_lexical(slot, &self.settings.lexical);
+            report.memories += 1;
+        }
+        if !log.is_empty() {
+            let mut bounds = self.log_bounds()?;
+            if bounds.next == bounds.first {
+                bounds.first = log.iter().map(|e| e.seq).min().unwrap_or(0);
+            }
+            for entry in &log {
+                bounds.first = bounds.first.min(entry.seq);
+                bounds.next = bounds.next.max(entry.seq + 1);
+                ops.push(Op::Put(
+                    self.log_key(entry.seq),
+                    serde_json::to_vec(entry).expect("entry serialises"),
+                ));
+            }
+            ops.push(self.log_bounds_op(&bounds));
+            report.log_entries = log.len() as u32;
+        }
+        if self.state.buffer_len() > self.settings.index.buffer_max as usize {
+            ops.extend(self.seal_buffer(0));
+        }
+        if report.memories > 0 {
+            ops.push(self.save_lexical());
+        }
+        if !ops.is_empty() {
+            self.commit_or_reload(ops, now)?;
+        }
+        Ok(report)
+    }
+
+    fn begin_import(&mut self, header: &ExportHeader, reembed: bool, field: &str) -> Result<()> {
+        if header.hindsight_export > EXPORT_VERSION {
+            return Err(Error::Unsupported(format!(
+                "{field}: export format {} is newer than this engine's ({EXPORT_VERSION})",
+                header.hindsight_export
+            )));
+        }
+        let held = self.state.by_id.len();
+        if held > 0 || !self.tasks(true)?.is_empty() {
+            return Err(Error::invalid(
+                "bank",
+                format!("{} holds {held} memories and tasks: import into an empty bank", self.id),
+            ));
+        }
+        let same_model = header.embedding_model == self.embedder.model_id()
+            && header.dimension == self.embedder.dimension();
+        if header.vectors && !same_model && !reembed {
+            return Err(Error::invalid(
+                "embedding_model",
+                format!(
+                    "the file's vectors were made by {} ({} dimensions); this engine has {} ({} dimensions): \
+                     import with --reembed to embed every memory again with this one",
+                    header.embedding_model,
+                    header.dimension,
+                    self.embedder.model_id(),
+                    self.embedder.dimension()
+                ),
+            ));
+        }
+        self.importing = Some(Importing { use_vectors: header.vectors && same_model });
+        Ok(())
+    }
+
+    /// Up to `limit` memories (id, content) still to embed with `model` for a switch to it, in
+    /// id order; empty when every one has a staged vector.
+    pub fn reembed_pending(
+        &mut self,
+        model: &str,
+        dimension: usize,
+        limit: u32,
+    ) -> Result<Vec<(String, String)>> {
+        self.sync()?;
+        let through = self
+            .reembedding()?
+            .filter(|r| r.model == model && r.dimension == dimension)
+            .and_then(|r| r.through);
+        let mut ids: Vec<&Record> = self
+            .state
+            .slots
+            .iter()
+            .flatten()
+            .filter(|m| through.as_deref().is_none_or(|t| m.id.as_str() > t))
+            .collect();
+        ids.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        Ok(ids.into_iter().take(limit as usize).map(|m| (m.id.clone(), m.content.clone())).collect())
+    }
+
+    /// Stores vectors made by `model` for a later switch, beside the bank's own (the bank's
+    /// sequence is not bumped: nothing it answers changes).
+    pub fn stage_vectors(
+        &mut self,
+        model: &str,
+        dimension: usize,
+        vectors: Vec<(String, Vec<f32>)>,
+    ) -> Result<()> {
+        if model.trim().is_empty() {
+            return Err(Error::invalid("model_id", "must not be empty"));
+        }
+        let mut state = self
+            .reembedding()?
+            .filter(|r| r.model == model && r.dimension == dimension)
+            .unwrap_or(Reembedding { model: model.to_string(), dimension, through: None });
+        let mut ops = Vec::new();
+        for (i, (id, v)) in vectors.into_iter().enumerate() {
+            let v = super::checked_vector(v, dimension)
+                .map_err(|e| Error::invalid(format!("vectors[{i}]"), e.to_string()))?;
+            if state.through.as_deref().is_none_or(|t| id.as_str() > t) {
+                state.through = Some(id.clone());
+            }
+            ops.push(Op::Put(self.key(&format!("rv/{id}")), encode_vector(&v)));
+        }
+        ops.push(Op::Put(self.key(REEMBED_KEY), serde_json::to_vec(&state).expect("serialises")));
+        Ok(self.store.commit(ops)?)
+    }
+
+    fn reembedding(&self) -> Result<Option<Reembedding>> {
+        match self.store.get(&self.key(REEMBED_KEY))? {
+            None => Ok(None),
+            Some(b) => serde_json::from_slice(&b)
+                .map(Some)
+                .map_err(|e| Error::Corrupt(format!("bank {}: reembed state: {e}", self.id))),
+        }
+    }
+
+    /// Switches the bank to `model` in one commit: every vector replaced by its staged one, the
+    /// records and `meta` naming the new model, the old index segments dropped (the new model's
+    /// engine rebuilds them: `reindex`). This instance's model no longer opens the bank after.
+    /// Returns how many memories were switched.
+    pub fn switch_model(&mut self, model: &str, dimension: usize, now: Timestamp) -> Result<u32> {
+        self.transact(|bank| {
+            if bank.reembedding()?.is_none_or(|r| r.model != model || r.dimension != dimension) {
+                return Err(Error::invalid("model_id", format!("no vectors from {model} are staged: run reembed first")));
+            }
+            let mut staged = std::collections::HashMap::new();
+            let prefix = bank.key("rv/");
+            scan_all(&*bank.store, &prefix, |key, bytes| {
+                staged.insert(key[prefix.len()..].to_string(), bytes);
+                Ok(())
+            })?;
+            let mut ops = Vec::new();
+            let mut missing = 0;
+            for m in bank.state.slots.iter().flatten() {
+                let Some(v) = staged.remove(&m.id) else {
+                    missing += 1;
+                    continue;
+                };
+                let mut record = m.clone();
+                record.embedding_model = model.to_string();
+                ops.push(bank.put_memory(&record));
+                ops.push(Op::Put(bank.key(&format!("v/{}", m.id)), v));
+                ops.push(Op::Delete(bank.key(&format!("rv/{}", m.id))));
+            }
+            if missing > 0 {
+                // Written since the staging passed them: the next reembed run embeds them.
+                let restart = Reembedding { model: model.to_string(), dimension, through: None };
+                bank.store.commit(vec![Op::Put(bank.key(REEMBED_KEY), serde_json::to_vec(&restart).expect("serialises"))])?;
+                return Err(Error::Conflict(format!(
+                    "{missing} memories have no vector from {model} yet (written during the reembed): run reembed again"
+                )));
+            }
+            for id in staged.keys() {
+                ops.push(Op::Delete(bank.key(&format!("rv/{id}"))));
+            }
+            for (name, _) in &bank.state.segments {
+                ops.push(Op::Delete(bank.key(&format!("s/{name}"))));
+            }
+            let created_at = bank.meta_created_at()?.unwrap_or(now);
+            let meta = Meta {
+                embedding_model: model.to_string(),
+                dimension,
+                created_at,
+                format_version: bank.state.format_version,
+            };
+            ops.push(Op::Put(bank.key("meta"), serde_json::to_vec(&meta).expect("meta serialises")));
+            ops.push(Op::Delete(bank.key(REEMBED_KEY)));
+            let switched = bank.state.by_id.len() as u32;
+            bank.commit(ops, now)?;
+            Ok(switched)
+        })
+    }
+
+    fn meta_created_at(&self) -> Result<Option<Timestamp>> {
+        Ok(match self.store.get(&self.key("meta"))? {
+            Some(b) => serde_json::from_slice::<Meta>(&b).ok().map(|m| m.created_at),
+            None => None,
+        })
+    }
+
+    /// Seals every buffered vector into an index segment and saves the keyword index (after an
+    /// import or a model switch); returns how many vectors were sealed.
+    pub fn reindex(&mut self, now: Timestamp) -> Result<u32> {
+        self.transact(|bank| {
+            let buffered = bank.state.buffer_len() as u32;
+            let mut ops: Vec<Op> = bank.seal_buffer(1).into_iter().collect();
+            ops.push(bank.save_lexical());
+            bank.commit_or_reload(ops, now)?;
+            Ok(if buffered > 0 { buffered } else { 0 })
+        })
+    }
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    const INVALID: u8 = 0xff;
+    const VALUES: [u8; 256] = {
+        let mut table = [INVALID; 256];
+        let mut i = 0;
+        while i < 64 {
+            table[B64[i] as usize] = i as u8;
+            i += 1;
+        }
+        table
+    };
+    let text = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.bytes() {
+        let v = VALUES[c as usize];
+        if v == INVALID {
+            return None;
+        }
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips() {
+        for n in 0..20u8 {
+            let bytes: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37)).collect();
+            assert_eq!(base64_decode(&base64_encode(&bytes)), Some(bytes));
+        }
+        assert_eq!(base64_encode(b"hi!"), "aGkh");
+        assert_eq!(base64_decode("not base64!"), None);
+    }
+}
