@@ -29,6 +29,15 @@ export type Distilled = wit.Distilled;
 export type TaskUpdate = WithMillis<wit.TaskUpdate>;
 export type TaskOutcome = wit.TaskOutcome;
 export type StepKind = wit.StepKind;
+export type ListPage = WithMillis<wit.ListPage>;
+export type Cascaded = wit.Cascaded;
+export type Correction = WithMillis<wit.Correction>;
+export type UseRecord = WithMillis<wit.UseRecord>;
+export type RecallHit = wit.RecallHit;
+export type RecallLogEntry = WithMillis<wit.RecallLogEntry>;
+export type Explanation = WithMillis<wit.Explanation>;
+export type AuditItem = wit.AuditItem;
+export type Audit = wit.Audit;
 
 /** What to retain: text, or the WIT `new-memory` fields (camelCase); unset fields take the engine's defaults. */
 export type NewMemory =
@@ -44,6 +53,12 @@ export type NewMemory =
 export type RecallOptions = Partial<Omit<WithMillis<wit.RecallQuery>, 'query' | 'vector' | 'now'>> & {
   vector?: ArrayLike<number>;
   now?: When;
+};
+
+/** Which memories `list` returns: the WIT `list-query`, with `status: 'any'` for every status. */
+export type ListOptions = Partial<Omit<wit.ListQuery, 'status' | 'anyStatus'>> & {
+  /** Default: active ones. */
+  status?: wit.Status | 'any';
 };
 
 export interface LlmConfig {
@@ -128,6 +143,9 @@ export interface UpdateOptions {
 export class Task {
   readonly id: string;
   state(): TaskState;
+  /** Recalls for this task: what its answer cites (`[m1]`) gets the task's outcome when it ends. */
+  recall(query: string, options?: Omit<RecallOptions, 'taskId'> & { k?: number }): RecallResult;
+  recall(options: Omit<RecallOptions, 'taskId'> & { query: string; k?: number }): RecallResult;
   update(update: TaskUpdate, options?: UpdateOptions): TaskState;
   step(step: StepInput): TaskState;
   fact(text: string, options?: UpdateOptions): TaskState;
@@ -159,4 +177,12 @@ export class Bank {
   tasks(options?: { all?: boolean }): TaskState[];
   deleteTask(id: string): void;
   consolidate(options?: { since?: When; now?: When }): Distilled[];
+  /** A page of memories, newest or most recalled first; pass `nextCursor` back as `cursor`. */
+  list(options?: ListOptions): ListPage;
+  /** A new memory holding `text` (source user-feedback) supersedes `id`; similar ones lose confidence. */
+  correct(id: string, text: string, options?: { now?: When }): Correction;
+  /** These memories were used (in task `taskId`): each counts as cited. */
+  used(ids: string[], options?: { taskId?: string; now?: When }): Memory[];
+  explain(id: string): Explanation;
+  audit(): Audit;
 }

@@ -111,7 +111,9 @@ const NEW_MEMORY_FIELDS = new Set([
 ]);
 const RECALL_OPTIONS = new Set([
   'query', 'k', 'now', 'taskType', 'kinds', 'tags', 'scope', 'minScore', 'promptTokens', 'vector', 'includeSuperseded',
+  'agentId', 'taskId',
 ]);
+const LIST_OPTIONS = new Set(['kind', 'status', 'tag', 'taskType', 'source', 'text', 'order', 'limit', 'cursor']);
 const STEP_FIELDS = new Set(['type', 'text', 'tool', 'error', 'id', 'now']);
 
 function checkFields(what, object, allowed) {
@@ -266,6 +268,17 @@ function recallQuery(query, options = {}) {
   return q;
 }
 
+/**
+ * The WIT `list-query` from `list({kind, status, …})`: `status: 'any'` is every status (the WIT's
+ * `any-status`), no status the active ones.
+ */
+function listQuery(options) {
+  const opts = { ...options };
+  checkFields('list option', opts, LIST_OPTIONS);
+  const anyStatus = opts.status === 'any';
+  return { ...opts, status: anyStatus ? undefined : opts.status, anyStatus, order: opts.order ?? 'newest' };
+}
+
 /** One memory bank: `retain`, `recall` and the rest of the WIT `bank` resource. */
 export class Bank {
   constructor(hindsight, id) {
@@ -286,7 +299,9 @@ export class Bank {
 
   /**
    * The memories that matter, best first, and a prompt block: `recall({query, k, …})`, or
-   * `recall(query, {k, …})`.
+   * `recall(query, {k, …})`. With `taskId`, the block's citation handles (`[m1]`) are the task's
+   * and the memories its answer cites get its outcome when it ends; `agentId` names the caller
+   * in the recall log.
    */
   recall(query, options = {}) {
     const q = recallQuery(query, options);
@@ -356,6 +371,38 @@ export class Bank {
     return this.#call((b) => b.consolidate(ts(since), ts(now)));
   }
 
+  /**
+   * A page of memories, newest (or `order: 'most-recalled'`) first: filtered by kind, status
+   * (default active; `'any'`), tag, taskType, source and text; pass `nextCursor` back as `cursor`.
+   */
+  list(options = {}) {
+    const q = listQuery(options);
+    return this.#call((b) => b.list(q));
+  }
+
+  /**
+   * The user's correction of memory `id`: a new memory holding `text` (source user-feedback)
+   * supersedes it, and active memories close to the old content lose confidence (`cascade`).
+   */
+  correct(id, text, { now } = {}) {
+    return this.#call((b) => b.correct(id, text, ts(now)));
+  }
+
+  /** Reports that these memories were used (in task `taskId`, if given): each counts as cited. */
+  used(ids, { taskId, now } = {}) {
+    return this.#call((b) => b.used(ids, taskId, ts(now)));
+  }
+
+  /** Where a memory came from, what happened to it since, and every recall that returned it. */
+  explain(id) {
+    return this.#call((b) => b.explain(id));
+  }
+
+  /** Memories recalled often and never useful, never recalled, and the most useful. */
+  audit() {
+    return this.#call((b) => b.audit());
+  }
+
   /** @internal */
   callBank(f) {
     return this.#call(f);
@@ -371,6 +418,12 @@ export class Task {
 
   state() {
     return this.bank.callBank((b) => b.task(this.id));
+  }
+
+  /** Recalls for this task (`recall` with its `taskId`): what the answer cites gets the task's outcome. */
+  recall(query, options = {}) {
+    const q = recallQuery(query, options);
+    return this.bank.callBank((b) => b.recall({ ...q, taskId: this.id }));
   }
 
   /** Any update: `{tag: 'step' | 'fact' | 'assumption' | 'question' | 'note' | 'current-step', val}`. */
@@ -406,7 +459,11 @@ export class Task {
     return this.update({ tag: 'current-step', val: text }, options);
   }
 
-  /** Ends the task and distils it when worth it (or `force`): `end({outcome, detail, force})` or `end(outcome)`. */
+  /**
+   * Ends the task and distils it when worth it (or `force`): `end({outcome, detail, force})` or
+   * `end(outcome)`. The memories recalled for it that its answer or `detail` cites (`[m1]`) get
+   * the outcome as feedback: `cited`; the rest are `unused`.
+   */
   end(outcome, { detail, force = false, now } = {}) {
     const o = typeof outcome === 'string' ? { outcome, detail, force, now } : { force: false, ...outcome };
     return this.bank.callBank((b) => b.endTask(this.id, o.outcome, o.detail, Boolean(o.force), true, ts(o.now)));

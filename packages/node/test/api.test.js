@@ -94,3 +94,122 @@ test('recall across banks ranks them together and names each item\'s bank', asyn
   assert.throws(() => hs.recall({ banks: ['shared', 'shared'], query: 'x' }), (e) => e.kind === 'invalid-input' && e.field === 'banks');
   await hs.close();
 });
+
+test('a correction supersedes the memory and lowers a near-duplicate\'s confidence', async () => {
+  const hs = await Hindsight.open({ db: join(dir, 'correct.db'), llm: null });
+  const bank = hs.bank('agent');
+  const [wrong, similar, other] = bank.retain(
+    [
+      { content: 'The staging database port is 5433', force: true },
+      { content: 'The staging database port is 5433 today', force: true },
+      { content: 'Lunch is served at noon in the cafeteria', force: true },
+    ],
+    { now: NOW },
+  );
+  const [before, otherBefore] = [bank.get(similar.id).confidence, bank.get(other.id).confidence];
+  const fix = bank.correct(wrong.id, 'The staging database port is 6543', { now: NOW + 1 });
+  assert.equal(fix.superseded, wrong.id);
+  assert.equal(fix.memory.source, 'user-feedback');
+  assert.deepEqual(fix.memory.supersedes, [wrong.id]);
+  assert.equal(bank.get(wrong.id).status, 'superseded');
+  assert.deepEqual(fix.cascade.map((c) => c.id), [similar.id], 'only the near-duplicate loses confidence');
+  assert.ok(fix.cascade[0].after < fix.cascade[0].before);
+  assert.ok(Math.abs(fix.cascade[0].before - before) < 1e-6);
+  assert.ok(Math.abs(bank.get(similar.id).confidence - fix.cascade[0].after) < 1e-6);
+  assert.equal(bank.get(other.id).confidence, otherBefore, 'an unrelated memory keeps its confidence');
+  const hits = bank.recall('staging database port', { now: NOW + 2 }).items.map((i) => i.memory.id);
+  assert.ok(!hits.includes(wrong.id), 'the corrected memory is gone from recall');
+  assert.equal(hits[0], fix.memory.id);
+  assert.throws(() => bank.correct(wrong.id, 'port 7000'), (e) => e instanceof HindsightError);
+  await hs.close();
+});
+
+test('list filters and pages with a cursor, every memory once', async () => {
+  const hs = await Hindsight.open({ db: join(dir, 'list.db'), llm: null });
+  const bank = hs.bank('agent');
+  const facts = Array.from({ length: 7 }, (_, i) => ({
+    content: `Fact number ${i} about the vendor CSV files`,
+    tags: [i % 2 === 0 ? 'even' : 'odd'],
+    occurredAt: NOW + i,
+    force: true,
+  }));
+  const ids = bank.retain([...facts, { content: 'Restart the worker with systemctl', kind: 'procedural', force: true }], {
+    now: NOW,
+  }).map((o) => o.id);
+  const all = bank.list();
+  assert.equal(all.total, 8);
+  assert.equal(all.nextCursor, undefined, 'one page holds them all');
+  assert.equal(bank.list({ kind: 'procedural' }).items[0].id, ids[7]);
+  assert.equal(bank.list({ tag: 'even' }).total, 4);
+  assert.equal(bank.list({ text: 'NUMBER 3' }).items[0].id, ids[3]);
+
+  const seen = [];
+  let cursor;
+  do {
+    const page = bank.list({ limit: 3, cursor });
+    assert.ok(page.items.length <= 3);
+    assert.equal(page.total, 8, 'every page counts every match');
+    seen.push(...page.items.map((m) => m.id));
+    cursor = page.nextCursor;
+  } while (cursor);
+  assert.deepEqual([...seen].sort(), [...ids].sort());
+
+  bank.forget(ids[0], { now: NOW + 10 });
+  assert.equal(bank.list().total, 7, 'active ones by default');
+  assert.deepEqual(bank.list({ status: 'archived' }).items.map((m) => m.id), [ids[0]]);
+  assert.equal(bank.list({ status: 'any' }).total, 8);
+  assert.throws(() => bank.list({ colour: 'red' }), (e) => e.kind === 'invalid-input' && e.field === 'colour');
+  assert.throws(() => bank.list({ cursor: 'bogus' }), (e) => e instanceof HindsightError && e.kind !== 'trap');
+  await hs.close();
+});
+
+test('a task\'s answer cites what it recalled; explain and the audit tell what was useful', async () => {
+  const hs = await Hindsight.open({ db: join(dir, 'audit.db'), llm: null });
+  const bank = hs.bank('agent');
+  const [encoding, columns] = bank.retain(
+    [
+      { content: 'Read the vendor CSV with encoding utf-8-sig', force: true },
+      { content: 'The vendor CSV has twelve columns', force: true },
+    ],
+    { now: NOW },
+  ).map((o) => o.id);
+  const task = bank.beginTask({ goal: 'clean the vendor CSV', now: NOW });
+  const recalled = task.recall('vendor CSV', { agentId: 'coder', now: NOW });
+  const handle = recalled.items.find((i) => i.memory.id === encoding).handle;
+  assert.match(handle, /^m\d+$/);
+  assert.ok(recalled.prompt.includes(`[${handle}]`), recalled.prompt);
+  task.step({ type: 'answer', text: `Read it with utf-8-sig, as [${handle}] says.`, now: NOW });
+  const end = task.end({ outcome: 'success', now: NOW + 1 });
+  assert.deepEqual(end.cited, [encoding]);
+  assert.deepEqual(end.unused, [columns]);
+
+  const why = bank.explain(encoding);
+  assert.equal(why.memory.id, encoding);
+  assert.equal(why.recalls.length, 1);
+  assert.equal(why.cited, 1);
+  assert.equal(why.helpful, 1);
+  assert.equal(why.recalls[0].agentId, 'coder');
+  assert.equal(why.recalls[0].taskId, task.id);
+  assert.ok(why.events.some((e) => e.event === 'cited' && e.taskId === task.id), JSON.stringify(why.events));
+
+  // The office plant memories are recalled five times (audit.unused_after); one is reported used.
+  const [noisy, useful, quiet] = bank.retain(
+    [
+      { content: 'The office plant needs water on Mondays', force: true },
+      { content: 'The plant food is in the left drawer of the office', force: true },
+      { content: 'Quarterly taxes are due in April', force: true },
+    ],
+    { now: NOW },
+  ).map((o) => o.id);
+  for (let i = 0; i < 5; i++) bank.recall('office plant', { k: 2, now: NOW + 2 + i });
+  const [reported] = bank.used([useful], { now: NOW + 10 });
+  assert.equal(reported.id, useful);
+  const audit = bank.audit();
+  assert.equal(audit.bank, 'agent');
+  assert.equal(audit.logEntries, 6);
+  assert.deepEqual(audit.neverUseful.map((i) => i.id), [noisy]);
+  assert.deepEqual(audit.neverRecalled.map((i) => i.id), [quiet]);
+  assert.ok(audit.mostUseful.some((i) => i.id === useful && i.cited === 1), JSON.stringify(audit.mostUseful));
+  assert.throws(() => bank.explain('no-such-id'), (e) => e.kind === 'not-found');
+  await hs.close();
+});

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from hindsight_memory import (Distilled, Hindsight, HindsightError, HistoryEntry, LlmConfig, MaintainReport, Memory,
-                              NewMemory, Scope, Stats, Step, TaskEnd, TaskState)
+from hindsight_memory import (Audit, Correction, Distilled, Explanation, Hindsight, HindsightError, HistoryEntry,
+                              ListPage, LlmConfig, MaintainReport, Memory, NewMemory, Scope, Stats, Step, TaskEnd,
+                              TaskState)
 from scripted_llm import ScriptedServer, completion, operation
 
 NOW = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -216,3 +217,102 @@ def test_recall_across_banks_ranks_them_together_and_names_each_items_bank(hs):
     with pytest.raises(HindsightError) as e:
         hs.recall(["shared", "shared"], "x")
     assert e.value.field == "banks"
+
+
+def test_a_correction_supersedes_the_memory_and_lowers_a_near_duplicates_confidence(hs):
+    bank = hs.bank("api-correct")
+    wrong, similar, other = bank.retain([{"content": "The staging database port is 5433", "force": True},
+                                         {"content": "The staging database port is 5433 today", "force": True},
+                                         {"content": "Lunch is served at noon in the cafeteria", "force": True}],
+                                        now=NOW)
+    before, other_before = bank.get(similar.id).confidence, bank.get(other.id).confidence
+    fix = bank.correct(wrong.id, "The staging database port is 6543", now=NOW + 1)
+    assert isinstance(fix, Correction) and fix.superseded == wrong.id
+    assert fix.memory.source == "user-feedback" and fix.memory.supersedes == [wrong.id]
+    assert bank.get(wrong.id).status == "superseded"
+    assert [c.id for c in fix.cascade] == [similar.id], "only the near-duplicate loses confidence"
+    lowered = fix.cascade[0]
+    assert lowered.before == pytest.approx(before) and lowered.after < lowered.before
+    assert bank.get(similar.id).confidence == pytest.approx(lowered.after)
+    assert bank.get(other.id).confidence == other_before, "an unrelated memory keeps its confidence"
+    hits = [i.memory.id for i in bank.recall("staging database port", now=NOW + 2).items]
+    assert wrong.id not in hits, "the corrected memory is gone from recall"
+    assert hits[0] == fix.memory.id
+    with pytest.raises(HindsightError):
+        bank.correct(wrong.id, "port 7000")  # superseded: corrected already
+    with pytest.raises(HindsightError) as e:
+        bank.correct(similar.id, None)
+    assert e.value.field == "text"
+
+
+def test_list_filters_and_pages_with_a_cursor_every_memory_once(hs):
+    bank = hs.bank("api-list")
+    facts = [{"content": f"Fact number {i} about the vendor CSV files", "tags": ["even" if i % 2 == 0 else "odd"],
+              "occurred_at": NOW + i, "force": True} for i in range(7)]
+    ids = [o.id for o in bank.retain(facts + [{"content": "Restart the worker with systemctl", "kind": "procedural",
+                                               "force": True}], now=NOW)]
+    everything = bank.list()
+    assert isinstance(everything, ListPage) and everything.total == 8 and everything.next_cursor is None
+    assert [m.id for m in bank.list(kind="procedural").items] == [ids[7]]
+    assert bank.list(tag="even").total == 4
+    assert [m.id for m in bank.list(text="NUMBER 3").items] == [ids[3]]
+    assert bank.list(order="most_recalled").total == 8
+
+    seen, cursor = [], None
+    while True:
+        page = bank.list(limit=3, cursor=cursor)
+        assert len(page.items) <= 3 and page.total == 8, "every page counts every match"
+        seen += [m.id for m in page.items]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert sorted(seen) == sorted(ids)
+
+    bank.forget(ids[0], now=NOW + 10)
+    assert bank.list().total == 7, "active ones by default"
+    assert [m.id for m in bank.list(status="archived").items] == [ids[0]]
+    assert bank.list(status="any").total == 8
+    with pytest.raises(HindsightError) as e:
+        bank.list(order="oldest")
+    assert e.value.field == "order"
+    with pytest.raises(HindsightError) as e:
+        bank.list(cursor="bogus")
+    assert e.value.kind != "trap"
+
+
+def test_a_tasks_answer_cites_what_it_recalled_and_explain_and_the_audit_tell_what_was_useful(hs):
+    bank = hs.bank("api-audit")
+    encoding, columns = [o.id for o in bank.retain([
+        {"content": "Read the vendor CSV with encoding utf-8-sig", "force": True},
+        {"content": "The vendor CSV has twelve columns", "force": True}], now=NOW)]
+    task = bank.begin_task("clean the vendor CSV", now=NOW)
+    recalled = task.recall("vendor CSV", agent_id="coder", now=NOW)
+    handle = next(i.handle for i in recalled.items if i.memory.id == encoding)
+    assert handle and handle.startswith("m") and f"[{handle}]" in recalled.prompt
+    task.step("answer", f"Read it with utf-8-sig, as [{handle}] says.")
+    end = task.end("success", now=NOW + 1)
+    assert (end.cited, end.unused) == ([encoding], [columns])
+
+    why = bank.explain(encoding)
+    assert isinstance(why, Explanation) and why.memory.id == encoding
+    assert len(why.recalls) == 1 and (why.cited, why.helpful) == (1, 1)
+    assert (why.recalls[0].agent_id, why.recalls[0].task_id) == ("coder", task.id)
+    assert any(e.event == "cited" and e.task_id == task.id for e in why.events), why.events
+
+    # The office plant memories are recalled five times (audit.unused_after); one is reported used.
+    noisy, useful, quiet = [o.id for o in bank.retain([
+        {"content": "The office plant needs water on Mondays", "force": True},
+        {"content": "The plant food is in the left drawer of the office", "force": True},
+        {"content": "Quarterly taxes are due in April", "force": True}], now=NOW)]
+    for i in range(5):
+        bank.recall("office plant", k=2, now=NOW + 2 + i)
+    [reported] = bank.used(useful, now=NOW + 10)
+    assert reported.id == useful
+    audit = bank.audit()
+    assert isinstance(audit, Audit) and audit.bank == "api-audit" and audit.log_entries == 6
+    assert [i.id for i in audit.never_useful] == [noisy]
+    assert [i.id for i in audit.never_recalled] == [quiet]
+    assert any(i.id == useful and i.cited == 1 for i in audit.most_useful), audit.most_useful
+    with pytest.raises(HindsightError) as e:
+        bank.explain("no-such-id")
+    assert e.value.kind == "not-found"

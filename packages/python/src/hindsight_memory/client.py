@@ -18,9 +18,10 @@ from ._runtime import USAGE_PREFIX, Runtime, Timings
 from .errors import HindsightError
 from .llm import LlmConfig, OpenAiLlm
 from .store import SqliteStore
-from .types import (FAILURE_TYPES, FEEDBACK_OUTCOMES, MEMORY_KINDS, SCOPE_LEVELS, SOURCES, STEP_KINDS,
-                    TASK_OUTCOMES, Distilled, HistoryEntry, LlmUsage, MaintainReport, Memory, NewMemory,
-                    RecallResult, RetainOutcome, Scope, Stats, Step, TaskEnd, TaskState)
+from .types import (FAILURE_TYPES, FEEDBACK_OUTCOMES, LIST_ORDERS, MEMORY_KINDS, SCOPE_LEVELS, SOURCES, STATUSES,
+                    STEP_KINDS, TASK_OUTCOMES, Audit, Correction, Distilled, Explanation, HistoryEntry, ListPage,
+                    LlmUsage, MaintainReport, Memory, NewMemory, RecallResult, RetainOutcome, Scope, Stats, Step,
+                    TaskEnd, TaskState)
 
 Time = Union[int, float, datetime]
 Item = Union[str, Mapping[str, Any], NewMemory]
@@ -64,6 +65,17 @@ def _texts(value: Any, field: str, item: Optional[int] = None) -> List[str]:
         if not isinstance(v, str):
             raise HindsightError.invalid(f"{field}[{i}]", "expected text", item)
     return out
+
+
+def _ids(value: Any) -> List[str]:
+    """Memory ids: one id, or a list of them."""
+    return [value] if isinstance(value, str) else _texts(value, "ids")
+
+
+def _text(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise HindsightError.invalid(field, "expected text")
+    return value
 
 
 def _opt_text(value: Any, field: str, item: Optional[int] = None) -> Optional[str]:
@@ -175,7 +187,7 @@ def _new_memory(item: Item, index: int) -> Dict[str, Any]:
 
 
 RECALL_OPTIONS = ("now", "task_type", "kinds", "tags", "scope", "min_score", "prompt_tokens", "vector",
-                  "include_superseded")
+                  "include_superseded", "agent_id", "task_id")
 
 
 class Hindsight:
@@ -403,7 +415,9 @@ class Bank:
     def recall(self, query: str, k: Optional[int] = None, **options: Any) -> RecallResult:
         """The memories that matter for `query`, best first, with each score's breakdown and a
         prompt block. Options: now, task_type, kinds, tags, scope, min_score, prompt_tokens,
-        vector, include_superseded. Recall counts as use."""
+        vector, include_superseded, agent_id (who recalls, for the recall log) and task_id (the
+        block's citation handles are the task's, and what its answer cites gets its outcome when
+        it ends). Recall counts as use."""
         q = _recall_query(query, k, options, self._time(options.get("now")))
         return RecallResult._from(self._call("recall", q))
 
@@ -432,8 +446,7 @@ class Bank:
     def feedback(self, ids: Union[str, Iterable[str]], outcome: str, now: Optional[Time] = None) -> List[Memory]:
         """Says how recalled memories worked out (`success`, `failure` or `correction`); all or
         none (an unknown id changes nothing). Returns them."""
-        id_list = [ids] if isinstance(ids, str) else _texts(ids, "ids")
-        result = self._call("feedback", id_list, _enum(outcome, FEEDBACK_OUTCOMES, "outcome"), self._time(now))
+        result = self._call("feedback", _ids(ids), _enum(outcome, FEEDBACK_OUTCOMES, "outcome"), self._time(now))
         return [Memory._from(m) for m in result]
 
     def history(self, memory_id: str) -> List[HistoryEntry]:
@@ -468,6 +481,50 @@ class Bank:
         """Induces semantic memories from the episodes since `since` (all when None) with the
         language model; an `llm` error without one."""
         return [Distilled._from(d) for d in self._call("consolidate", _ms(since, "since"), self._time(now))]
+
+    def list(self, *, kind: Optional[str] = None, status: Optional[str] = None, tag: Optional[str] = None,
+             task_type: Optional[str] = None, source: Optional[str] = None, text: Optional[str] = None,
+             order: str = "newest", limit: Optional[int] = None, cursor: Optional[str] = None) -> ListPage:
+        """A page of memories, newest (or `order="most-recalled"`) first, filtered by kind,
+        status (default: active; `"any"`: every status), tag, task type, source and text
+        (case-insensitive); `limit` defaults to 50 (at most 1000). Pass the page's `next_cursor`
+        as `cursor` for the next page: a write between pages neither shifts nor repeats one."""
+        any_status = status == "any"
+        return ListPage._from(self._call("list", {
+            "kind": _opt_enum(kind, MEMORY_KINDS, "kind"),
+            "status": None if any_status else _opt_enum(status, STATUSES, "status"),
+            "any_status": any_status,
+            "tag": _opt_text(tag, "tag"),
+            "task_type": _opt_text(task_type, "task_type"),
+            "source": _opt_enum(source, SOURCES, "source"),
+            "text": _opt_text(text, "text"),
+            "order": _enum(order, LIST_ORDERS, "order"),
+            "limit": _count(limit, "limit"),
+            "cursor": _opt_text(cursor, "cursor"),
+        }))
+
+    def correct(self, memory_id: str, text: str, now: Optional[Time] = None) -> Correction:
+        """The user's correction of a memory, in one commit: a new memory holding `text` (source
+        user-feedback) supersedes it, and active memories close to its old content lose
+        confidence (`cascade`)."""
+        return Correction._from(self._call("correct", memory_id, _text(text, "text"), self._time(now)))
+
+    def used(self, ids: Union[str, Iterable[str]], task_id: Optional[str] = None,
+             now: Optional[Time] = None) -> List[Memory]:
+        """Reports that the agent used these memories (in task `task_id`, if given): each counts
+        as cited in the audit. All or none. Returns them."""
+        result = self._call("used", _ids(ids), _opt_text(task_id, "task_id"), self._time(now))
+        return [Memory._from(m) for m in result]
+
+    def explain(self, memory_id: str) -> Explanation:
+        """Where a memory came from (the task it was distilled from, the episodes it was
+        consolidated from, its history), its feedback and citation events, and every recall
+        that returned it."""
+        return Explanation._from(self._call("explain", memory_id))
+
+    def audit(self) -> Audit:
+        """Memories recalled often and never useful, never recalled, and the most useful."""
+        return Audit._from(self._call("audit"))
 
 
 def _step(step: Union[Step, Mapping[str, Any]], now: Optional[int]) -> Dict[str, Any]:
@@ -517,6 +574,11 @@ class Task:
     def state(self) -> TaskState:
         """Its working memory now."""
         return TaskState._from(self.bank._call("task", self.id))
+
+    def recall(self, query: str, k: Optional[int] = None, **options: Any) -> RecallResult:
+        """Recalls for this task (`Bank.recall` with its `task_id`): the memories its answer cites
+        by handle (`[m1]`) get the task's outcome when it ends."""
+        return self.bank.recall(query, k, **{**options, "task_id": self.id})
 
     def update(self, *, step: Union[Step, Mapping[str, Any], None] = None, fact: Optional[str] = None,
                assumption: Optional[str] = None, question: Optional[str] = None, note: Optional[str] = None,
@@ -572,7 +634,8 @@ class Task:
             now: Optional[Time] = None) -> TaskEnd:
         """Ends the task (`success`, `failure` or `interrupted`) and, when it is worth it (or
         `force`), distils it into memories: with the language model when there is one, by rules
-        otherwise."""
+        otherwise. The memories recalled for it that its answer or `detail` cites get the outcome
+        as feedback (`cited`); the rest are `unused`."""
         return TaskEnd._from(self.bank._call("end-task", self.id, _enum(outcome, TASK_OUTCOMES, "outcome"),
                                              _opt_text(detail, "detail"), bool(force), True, self.bank._time(now)))
 
@@ -587,13 +650,11 @@ def _recall_query(query: str, k: Optional[int], options: Mapping[str, Any], now:
     unknown = sorted(set(options) - set(RECALL_OPTIONS))
     if unknown:
         raise HindsightError.invalid(unknown[0], f"unknown recall option (expected one of {', '.join(RECALL_OPTIONS)})")
-    if not isinstance(query, str):
-        raise HindsightError.invalid("query", "expected text")
     kinds = options.get("kinds") or []
     if isinstance(kinds, str):
         kinds = [kinds]
     return {
-        "query": query,
+        "query": _text(query, "query"),
         "k": _count(k, "k"),
         "now": now,
         "task_type": _opt_text(options.get("task_type"), "task_type"),
@@ -604,4 +665,6 @@ def _recall_query(query: str, k: Optional[int], options: Mapping[str, Any], now:
         "prompt_tokens": _count(options.get("prompt_tokens"), "prompt_tokens"),
         "vector": _vector(options.get("vector"), "vector"),
         "include_superseded": bool(options.get("include_superseded", False)),
+        "agent_id": _opt_text(options.get("agent_id"), "agent_id"),
+        "task_id": _opt_text(options.get("task_id"), "task_id"),
     }

@@ -12,9 +12,10 @@ from typing import Any, Dict, List, Optional, Tuple
 __all__ = [
     "Scope", "Memory", "NewMemory", "Score", "Recalled", "RecallResult", "RetainOutcome", "Stats",
     "HistoryEntry", "MaintainStep", "MaintainReport", "Step", "ToolCall", "TaskState", "Distilled",
-    "TaskEnd", "LlmUsage",
+    "TaskEnd", "LlmUsage", "ListPage", "Cascaded", "Correction", "UseRecord", "RecallHit", "RecallLogEntry",
+    "Explanation", "AuditItem", "Audit",
     "MEMORY_KINDS", "SCOPE_LEVELS", "SOURCES", "FAILURE_TYPES", "STATUSES", "FEEDBACK_OUTCOMES",
-    "STEP_KINDS", "TASK_OUTCOMES",
+    "STEP_KINDS", "TASK_OUTCOMES", "LIST_ORDERS",
 ]
 
 MEMORY_KINDS = ("episodic", "semantic", "procedural")
@@ -25,6 +26,7 @@ STATUSES = ("active", "superseded", "merged", "archived")
 FEEDBACK_OUTCOMES = ("success", "failure", "correction")
 STEP_KINDS = ("thought", "tool-call", "tool-result", "user-message", "answer")
 TASK_OUTCOMES = ("success", "failure", "interrupted")
+LIST_ORDERS = ("newest", "most-recalled")
 
 
 class _Data:
@@ -139,11 +141,13 @@ class Recalled(_Data):
     in_prompt: bool
     #: The bank it was recalled from.
     bank: str
+    #: Its citation handle in the prompt block (`m1`, `m2`, …): the agent cites `[m1]`.
+    handle: Optional[str]
 
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "Recalled":
         return cls(Memory._from(d["memory"]), Score(**d["score"]), d["conflicting"], d["possibly_stale"], d["in_prompt"],
-                   d["bank"])
+                   d["bank"], d["handle"])
 
 
 @dataclass
@@ -302,10 +306,140 @@ class TaskEnd(_Data):
     method: str
     reason: str
     items: List[Distilled]
+    #: Memories recalled for the task and cited in its answer or detail: they got its outcome as feedback.
+    cited: List[str]
+    #: Memories recalled for the task and not cited.
+    unused: List[str]
 
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "TaskEnd":
-        return cls(TaskState._from(d["task"]), d["method"], d["reason"], [Distilled._from(i) for i in d["items"]])
+        return cls(TaskState._from(d["task"]), d["method"], d["reason"], [Distilled._from(i) for i in d["items"]],
+                   d["cited"], d["unused"])
+
+
+@dataclass
+class ListPage(_Data):
+    """One page of `list`: pass `next_cursor` back as `cursor` for the next (None after the last)."""
+    items: List[Memory]
+    next_cursor: Optional[str]
+    #: Memories matching the filters (on every page).
+    total: int
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "ListPage":
+        return cls([Memory._from(m) for m in d["items"]], d["next_cursor"], d["total"])
+
+
+@dataclass
+class Cascaded(_Data):
+    """A memory whose confidence a correction lowered."""
+    id: str
+    before: float
+    after: float
+
+
+@dataclass
+class Correction(_Data):
+    """What `correct` did."""
+    #: The user's replacement (source user-feedback).
+    memory: Memory
+    #: The memory it replaced, now superseded.
+    superseded: str
+    #: Active memories close to the old content whose confidence was lowered.
+    cascade: List[Cascaded]
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "Correction":
+        return cls(Memory._from(d["memory"]), d["superseded"], [Cascaded(**c) for c in d["cascade"]])
+
+
+@dataclass
+class UseRecord(_Data):
+    """One thing that happened to a memory after it was written: `event` is feedback, cited,
+    recalled-not-used, used, cascade or corrected."""
+    at: int
+    event: str
+    outcome: Optional[str]
+    task_id: Optional[str]
+    #: The other memory involved (the correction that caused a cascade, the replacement).
+    other: Optional[str]
+
+
+@dataclass
+class RecallHit(_Data):
+    id: str
+    score: float
+    #: Its handle, when it was in the prompt block.
+    handle: Optional[str]
+
+
+@dataclass
+class RecallLogEntry(_Data):
+    """One recall, as the bank's recall log keeps it."""
+    seq: int
+    at: int
+    agent_id: Optional[str]
+    task_id: Optional[str]
+    #: None when `audit.store_queries` is false.
+    query: Optional[str]
+    query_hash: str
+    hits: List[RecallHit]
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "RecallLogEntry":
+        return cls(**{**d, "hits": [RecallHit(**h) for h in d["hits"]]})
+
+
+@dataclass
+class Explanation(_Data):
+    """Where a memory came from and how it was used."""
+    memory: Memory
+    #: The task it was distilled from, with its steps, while that task is kept.
+    task: Optional[TaskState]
+    #: The episodes it was consolidated from.
+    consolidated_from: List[str]
+    history: List[HistoryEntry]
+    #: Feedback, citations, corrections: the last 50.
+    events: List[UseRecord]
+    #: The recall log's entries that returned it.
+    recalls: List[RecallLogEntry]
+    recalled: int
+    cited: int
+    helpful: int
+    unhelpful: int
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "Explanation":
+        return cls(**{**d, "memory": Memory._from(d["memory"]),
+                      "task": None if d["task"] is None else TaskState._from(d["task"]),
+                      "history": [HistoryEntry._from(h) for h in d["history"]],
+                      "events": [UseRecord(**e) for e in d["events"]],
+                      "recalls": [RecallLogEntry._from(r) for r in d["recalls"]]})
+
+
+@dataclass
+class AuditItem(_Data):
+    id: str
+    content: str
+    recalled: int
+    cited: int
+    helpful: int
+
+
+@dataclass
+class Audit(_Data):
+    """Memories never useful, never recalled, and the most useful."""
+    bank: str
+    #: Recalled `audit.unused_after` times or more, never cited nor marked helpful.
+    never_useful: List[AuditItem]
+    never_recalled: List[AuditItem]
+    most_useful: List[AuditItem]
+    log_entries: int
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "Audit":
+        items = {k: [AuditItem(**i) for i in d[k]] for k in ("never_useful", "never_recalled", "most_useful")}
+        return cls(**{**d, **items})
 
 
 @dataclass
