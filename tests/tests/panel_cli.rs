@@ -199,7 +199,7 @@ fn reembed_moves_a_bank_to_another_model() {
         retain(&db, text);
     }
     let before = stdout_json(&hindsight(&db, &["stats", "--json"]));
-    let done = stdout_json(&hindsight(&db, &["reembed", "--to-models", &l3, "--json"]));
+    let done = stdout_json(&hindsight(&db, &["reembed", "--models", &l3, "--json"]));
     assert_eq!(done["memories"], 6);
     assert_ne!(done["embedding_model"], before["embedding_model"]);
     // The default model no longer opens the bank; the new one recalls from it.

@@ -177,6 +177,13 @@ impl Record {
 
     /// When it was last used, clamped to what can be true: not before it was created, not after
     /// the wall clock (a caller's `now` far in the future must not make it "used" forever).
+    /// Times a recall returned it: its uses but for the confirmations (a duplicate retained
+    /// again, a success), which count in `access_count` too. Derived, so banks written before
+    /// the recall log have it.
+    pub fn recalled(&self) -> u32 {
+        self.access_count.saturating_sub(self.reinforcements)
+    }
+
     /// Notes an event, dropping the oldest beyond [`MAX_EVENTS`].
     pub fn note(&mut self, event: UseRecord) {
         if self.events.len() >= MAX_EVENTS {
@@ -221,6 +228,31 @@ impl Record {
             reinforcements: self.reinforcements,
         }
     }
+}
+
+/// Checks a record read from an export before it is stored as it is: its id (the engine's
+/// alphabet, so no key or handle syntax), its content and its scores.
+pub fn check_imported(m: &Record, settings: &Settings) -> Result<()> {
+    let id_ok = !m.id.is_empty()
+        && m.id.len() <= 64
+        && m.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !id_ok {
+        return Err(Error::invalid(
+            "id",
+            format!("{:?} is not a memory id (1 to 64 of A-Z a-z 0-9 - _)", m.id),
+        ));
+    }
+    let content = m.content.trim();
+    if content.is_empty() || content.len() > settings.limits.max_content_bytes {
+        return Err(Error::invalid(
+            "content",
+            format!("must hold 1 to {} bytes", settings.limits.max_content_bytes),
+        ));
+    }
+    unit_interval("importance", Some(m.importance))?;
+    unit_interval("confidence", Some(m.confidence))?;
+    validate_scope(&m.scope, &settings.limits)?;
+    Ok(())
 }
 
 /// Checks every field of a retained item, then builds its record with the settings' defaults

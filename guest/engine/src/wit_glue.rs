@@ -360,7 +360,7 @@ impl wit::GuestBank for BankResource {
     fn explain(&self, id: String) -> Result<t::Explanation, t::Error> {
         let x = self.0.borrow_mut().explain(&id)?;
         let m = &x.memory;
-        let (recalled, cited, helpful, unhelpful) = (m.access_count, m.cited, m.helpful, m.unhelpful);
+        let (recalled, cited, helpful, unhelpful) = (m.recalled(), m.cited, m.helpful, m.unhelpful);
         let events = m.events.iter().cloned().map(use_record_out).collect();
         Ok(t::Explanation {
             memory: memory_out(x.memory),
@@ -413,9 +413,11 @@ impl wit::GuestBank for BankResource {
         lines: Vec<String>,
         first_line: u32,
         reembed: bool,
+        check_only: bool,
         now: Option<i64>,
     ) -> Result<t::ImportReport, t::Error> {
-        let r = self.0.borrow_mut().import_lines(&lines, first_line, reembed, now_or_clock(now))?;
+        let r =
+            self.0.borrow_mut().import_lines(&lines, first_line, reembed, check_only, now_or_clock(now))?;
         Ok(t::ImportReport {
             memories: r.memories,
             embedded: r.embedded,

@@ -207,12 +207,13 @@ pub enum Command {
         #[arg(long)]
         reembed: bool,
     },
-    /// Re-embed every memory of --bank with another model (resumable), then switch to it in one
-    /// commit; afterwards open the bank with --models DIR.
+    /// Re-embed every memory of --bank with the model in --models DIR (resumable), then switch to
+    /// it in one commit; the bank's current model is the default one ($HINDSIGHT_MODELS, else the
+    /// cache). Afterwards open the bank with --models DIR.
     Reembed {
-        /// Directory holding the new model.onnx and tokenizer.json.
-        #[arg(long = "to-models", alias = "models-dir", value_name = "DIR")]
-        to: PathBuf,
+        /// The new model's directory, when --models names the bank's current one instead.
+        #[arg(long = "to-models", value_name = "DIR")]
+        to: Option<PathBuf>,
     },
     /// The chain of memories a memory replaced, absorbed, or was replaced by.
     History {

@@ -286,7 +286,21 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
         }
         Command::Export { vectors } => transfer::export(&g, vectors)?,
         Command::Import { file, reembed } => transfer::import(&g, &file, reembed)?,
-        Command::Reembed { to } => transfer::reembed(&g, &to)?,
+        Command::Reembed { to } => {
+            // `reembed --models NEW` (the current model is the default one), or
+            // `--models CURRENT reembed --to-models NEW`.
+            let (current, new) = match (to, &g.models) {
+                (Some(to), current) => (current.clone(), to),
+                (None, Some(new)) => (None, new.clone()),
+                (None, None) => {
+                    return Err(CliError::field(
+                        "models",
+                        "name the new model's directory: reembed --models DIR",
+                    ))
+                }
+            };
+            transfer::reembed(&Global { models: current, ..g.clone() }, &new)?
+        }
         Command::History { id } => {
             let entries = bank(&g, true)?.history(&id)?;
             print(&g, &json!({"id": id, "entries": entries}), || render::history(&entries));

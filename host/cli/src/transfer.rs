@@ -1,7 +1,7 @@
 //! `export`, `import` and `reembed`: moving a bank between stores and models, streamed so a
 //! large bank never sits whole in this process.
 
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufWriter, Seek, Write};
 use std::path::Path;
 use std::time::Instant;
 
@@ -33,21 +33,29 @@ pub fn export(g: &Global, vectors: bool) -> CliResult<()> {
 }
 
 pub fn import(g: &Global, file: &Path, reembed: bool) -> CliResult<()> {
-    let reader: Box<dyn BufRead> = if file == Path::new("-") {
-        Box::new(std::io::stdin().lock())
+    // Import reads its file twice (a check, then the commits): standard input is spooled first.
+    let f = if file == Path::new("-") {
+        let mut spool =
+            tempfile::tempfile().map_err(|e| CliError::new("config", format!("a temporary file: {e}")))?;
+        std::io::copy(&mut std::io::stdin().lock(), &mut spool)
+            .map_err(|e| CliError::new("config", format!("reading standard input: {e}")))?;
+        spool
     } else {
-        let f = std::fs::File::open(file)
-            .map_err(|e| CliError::new("not-found", format!("reading {}: {e}", file.display())))?;
-        Box::new(std::io::BufReader::with_capacity(1 << 20, f))
+        std::fs::File::open(file)
+            .map_err(|e| CliError::new("not-found", format!("reading {}: {e}", file.display())))?
     };
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, f);
+    reader.rewind().map_err(|e| CliError::new("config", format!("reading the export: {e}")))?;
     let b = bank(g, false)?;
     let started = Instant::now();
     let bar = progress(g, 0, "{spinner} imported {pos} lines ({per_sec})");
-    let report = b.import(reader, reembed, |lines| {
-        if let Some(bar) = &bar {
-            bar.set_position(lines);
-        }
-    })?;
+    let report = b
+        .import(reader, reembed, |lines| {
+            if let Some(bar) = &bar {
+                bar.set_position(lines);
+            }
+        })
+        .map_err(at_line)?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -93,4 +101,14 @@ pub fn reembed(g: &Global, to: &Path) -> CliResult<()> {
         )
     });
     Ok(())
+}
+
+/// An import error naming a line of the file (`line 12: …`) as the CLI reports lines: in `line`.
+fn at_line(e: hindsight::Error) -> CliError {
+    if let hindsight::Error::InvalidInput { field, message, .. } = &e {
+        if let Some(n) = field.strip_prefix("line ").and_then(|n| n.parse::<usize>().ok()) {
+            return CliError::new("invalid-input", message.clone()).at_line(n);
+        }
+    }
+    e.into()
 }

@@ -330,25 +330,45 @@ impl Bank {
         }
     }
 
-    /// Imports an export (JSON lines) into this bank, which must be empty, a batch per commit;
-    /// `progress` hears the lines read so far. Vectors made by another model are refused unless
-    /// `reembed` (then every memory is embedded again here).
-    pub fn import(
+    /// Imports an export (JSON lines) into this bank, which must be empty. The file is read
+    /// twice: first every line is checked (nothing stored), so a bad line leaves the bank as it
+    /// was; then it goes in a batch per commit. `progress` hears the lines stored so far.
+    /// Vectors made by another model are refused unless `reembed` (then every memory is
+    /// embedded again here).
+    pub fn import<R: std::io::BufRead + std::io::Seek>(
+        &self,
+        mut lines: R,
+        reembed: bool,
+        mut progress: impl FnMut(u64),
+    ) -> Result<ImportReport> {
+        let checked = self.import_pass(&mut lines, reembed, true, |_| {})?;
+        lines
+            .seek(std::io::SeekFrom::Start(0))
+            .map_err(|e| crate::Error::invalid("file", format!("reading it again: {e}")))?;
+        let mut report = self.import_pass(&mut lines, reembed, false, &mut progress)?;
+        report.log_entries = checked.log_entries;
+        self.reindex()?;
+        Ok(report)
+    }
+
+    fn import_pass(
         &self,
         lines: impl std::io::BufRead,
         reembed: bool,
+        check_only: bool,
         mut progress: impl FnMut(u64),
     ) -> Result<ImportReport> {
         const BATCH: usize = 500;
         let mut report = ImportReport::default();
         let mut batch: Vec<String> = Vec::with_capacity(BATCH);
-        let mut first_line = 1u32;
-        let mut read = 0u64;
+        let (mut first_line, mut read) = (1u32, 0u64);
         let mut send = |batch: Vec<String>, first_line: u32| -> Result<()> {
             let now = self.now;
             let r: ImportReport = self
                 .call(Right::Write, move |w, bank| {
-                    w.with_bank(bank, |b, s, h| b.call_import_lines(s, h, &batch, first_line, reembed, now))
+                    w.with_bank(bank, |b, s, h| {
+                        b.call_import_lines(s, h, &batch, first_line, reembed, check_only, now)
+                    })
                 })?
                 .into();
             report.memories += r.memories;
@@ -358,7 +378,8 @@ impl Bank {
             Ok(())
         };
         for line in lines.lines() {
-            let line = line.map_err(|e| crate::Error::invalid("file", format!("line {}: {e}", read + 1)))?;
+            let line =
+                line.map_err(|e| crate::Error::invalid(format!("line {}", read + 1), e.to_string()))?;
             batch.push(line);
             read += 1;
             if batch.len() == BATCH {
@@ -374,7 +395,6 @@ impl Bank {
             send(batch, first_line)?;
             progress(read);
         }
-        self.reindex()?;
         Ok(report)
     }
 

@@ -47,7 +47,7 @@ pub struct Citations {
 
 /// Recalled `unused_after` times or more, and never cited nor marked helpful.
 pub(super) fn never_useful(m: &Record, unused_after: u32) -> bool {
-    m.access_count >= unused_after && m.cited == 0 && m.helpful == 0
+    m.recalled() >= unused_after && m.cited == 0 && m.helpful == 0
 }
 
 /// FNV-1a, 64 bits, as hex: the query's hash when its text is not kept.
@@ -137,6 +137,36 @@ impl Bank {
         Ok(ops)
     }
 
+    /// The ops that erase `id` from the recall log's entries and from the citation handles of
+    /// every task but `skip` (whose record the caller rewrites), its handle staying taken,
+    /// pointing nowhere: for a hard forget's commit.
+    pub(super) fn unlog(&self, id: &str, skip: Option<&str>) -> Result<Vec<Op>> {
+        let mut ops = Vec::new();
+        scan_all(&*self.store, &self.key("r/"), |key, bytes| {
+            let mut entry: RecallLogEntry = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::Corrupt(format!("bank {}: recall log {key}: {e}", self.id)))?;
+            if entry.hits.iter().any(|h| h.id == id) {
+                entry.hits.retain(|h| h.id != id);
+                ops.push(Op::Put(key, serde_json::to_vec(&entry).expect("log entry serialises")));
+            }
+            Ok(())
+        })?;
+        scan_all(&*self.store, &self.key("t/"), |key, bytes| {
+            let mut task: Task =
+                serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt(format!("{key}: {e}")))?;
+            if skip != Some(task.id.as_str()) && task.handles.iter().any(|h| h == id) {
+                for h in task.handles.iter_mut().filter(|h| *h == id) {
+                    h.clear();
+                }
+                let saved = serde_json::to_vec(&task).expect("task serialises");
+                ops.push(Op::Expect(key.clone(), Some(bytes)));
+                ops.push(Op::Put(key, saved));
+            }
+            Ok(())
+        })?;
+        Ok(ops)
+    }
+
     /// The recall log, oldest first, the entries `keep` accepts.
     pub fn recall_log(&self, mut keep: impl FnMut(&RecallLogEntry) -> bool) -> Result<Vec<RecallLogEntry>> {
         let mut out = Vec::new();
@@ -185,7 +215,7 @@ impl Bank {
         }
         let numbers = cited_handles(&text);
         // Handles of memories from other banks hold `bank/id`: their feedback is that bank's.
-        let mine = |id: &&String| !id.contains('/');
+        let mine = |id: &&String| !id.is_empty() && !id.contains('/');
         let cited: Vec<String> =
             numbers.iter().filter_map(|&n| task.handles.get(n - 1)).filter(mine).cloned().collect();
         let unused: Vec<String> =
@@ -284,20 +314,21 @@ impl Bank {
         let item = |m: &Record| AuditItem {
             id: m.id.clone(),
             content: m.content.clone(),
-            recalled: m.access_count,
+            recalled: m.recalled(),
             cited: m.cited,
             helpful: m.helpful,
         };
         let active: Vec<&Record> = self.state.slots.iter().flatten().filter(|m| m.is_active()).collect();
         let mut never_useful: Vec<&Record> =
             active.iter().copied().filter(|m| never_useful(m, unused_after)).collect();
-        never_useful.sort_by(|a, b| b.access_count.cmp(&a.access_count).then(a.id.cmp(&b.id)));
-        let mut never_recalled: Vec<&Record> =
-            active.iter().copied().filter(|m| m.access_count == 0).collect();
+        never_useful.sort_by(|a, b| b.recalled().cmp(&a.recalled()).then(a.id.cmp(&b.id)));
+        let mut never_recalled: Vec<&Record> = active.iter().copied().filter(|m| m.recalled() == 0).collect();
         never_recalled.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
-        let mut useful: BTreeMap<(std::cmp::Reverse<u32>, String), &Record> = BTreeMap::new();
-        for m in active.iter().filter(|m| m.cited + m.helpful > 0) {
-            useful.insert((std::cmp::Reverse(m.cited + m.helpful), m.id.clone()), m);
+        // Useful: helped more often than not; helping counts twice, a citation once.
+        let merit = |m: &Record| i64::from(m.helpful) * 2 + i64::from(m.cited) - i64::from(m.unhelpful) * 2;
+        let mut useful: BTreeMap<(std::cmp::Reverse<i64>, String), &Record> = BTreeMap::new();
+        for m in active.iter().filter(|m| merit(m) > 0) {
+            useful.insert((std::cmp::Reverse(merit(m)), m.id.clone()), m);
         }
         let bounds = self.log_bounds()?;
         Ok(Audit {

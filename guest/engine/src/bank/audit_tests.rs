@@ -216,8 +216,8 @@ fn export_then_import_into_an_empty_store_gives_the_same_bank() {
 
     let copy_store = Arc::new(MemoryStore::new());
     let mut copy = open(&copy_store);
-    let report = copy.import_lines(&lines[..3], 1, false, NOW).unwrap();
-    let rest = copy.import_lines(&lines[3..], 4, false, NOW).unwrap();
+    let report = copy.import_lines(&lines[..3], 1, false, false, NOW).unwrap();
+    let rest = copy.import_lines(&lines[3..], 4, false, false, NOW).unwrap();
     assert_eq!(report.memories + rest.memories, 3);
     assert_eq!(report.embedded + rest.embedded, 0, "the vectors came with the file");
     let mut copy = open(&copy_store);
@@ -233,15 +233,30 @@ fn export_then_import_into_an_empty_store_gives_the_same_bank() {
 
     // Not into a bank that holds memories; not another model's vectors without reembed.
     assert!(
-        matches!(copy.import_lines(&lines, 1, false, NOW), Err(Error::InvalidInput(f)) if f.field == "bank")
+        matches!(copy.import_lines(&lines, 1, false, false, NOW), Err(Error::InvalidInput(f)) if f.field == "bank")
     );
     let other = Arc::new(MemoryStore::new());
     let mut wider = open_dim(&other, 32, Rc::new(NoLlm), Settings::default());
-    let err = wider.import_lines(&lines, 1, false, NOW).unwrap_err();
+    let err = wider.import_lines(&lines, 1, false, false, NOW).unwrap_err();
     assert!(matches!(&err, Error::InvalidInput(f) if f.field == "embedding_model"), "{err:?}");
-    let re = wider.import_lines(&lines, 1, true, NOW).unwrap();
+    let re = wider.import_lines(&lines, 1, true, false, NOW).unwrap();
     assert_eq!(re.embedded, 3);
-    assert!(copy.import_lines(&["{\"memory\": 1}".into()], 1, false, NOW).is_err());
+    assert!(copy.import_lines(&["{\"memory\": 1}".into()], 1, false, false, NOW).is_err());
+
+    // A file checked first stores nothing, and a bad record in it is named by its line.
+    let empty = Arc::new(MemoryStore::new());
+    let mut fresh = open(&empty);
+    let mut bad = lines.clone();
+    let forged = bad[1].replacen("\"confidence\":", "\"confidence\":7.5,\"x\":", 1);
+    bad[1] = forged;
+    let err = fresh.import_lines(&bad, 1, false, true, NOW).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidInput(f) if f.field == "line 2" && f.message.contains("confidence")),
+        "{err:?}"
+    );
+    assert!(fresh.import_lines(&lines, 1, false, true, NOW).is_ok());
+    assert_eq!(fresh.stats().unwrap().total, 0, "a check stores nothing");
+    assert!(fresh.export_page(None, 10, false, NOW).is_err(), "an empty bank has nothing to export");
 }
 
 #[test]
@@ -285,4 +300,54 @@ fn open_dim_result(store: &Arc<MemoryStore>, dimension: usize) -> Result<Bank> {
         Rc::new(NoLlm),
         Rc::new(Settings::default()),
     )
+}
+
+#[test]
+fn a_hard_forget_erases_the_id_from_the_recall_log_and_task_handles() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    let secret = id_of(retain_one(&mut bank, forced("the door code is 4711"), NOW));
+    let task = bank.begin_task("open the door", None, NOW).unwrap().id;
+    bank.recall(RecallQuery { task_id: Some(task.clone()), ..query("door code") }).unwrap();
+    bank.forget(&secret, true, NOW).unwrap();
+    assert!(bank.recall_log(|e| e.hits.iter().any(|h| h.id == secret)).unwrap().is_empty());
+    assert!(!bank.task(&task).unwrap().handles.contains(&secret));
+    let dump: Vec<u8> = store
+        .scan("b/test/", None, 1000)
+        .unwrap()
+        .into_iter()
+        .flat_map(|(k, v)| [k.into_bytes(), v].concat())
+        .collect();
+    assert!(!String::from_utf8_lossy(&dump).contains(&secret), "the erased id is nowhere in the store");
+}
+
+#[test]
+fn memories_written_during_a_reembed_are_embedded_by_the_next_run() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    let early = id_of(retain_one(&mut bank, forced("memory about the cache"), NOW));
+    let model = HashEmbedder { dimension: 16 };
+    let embed = |batch: &[(String, String)]| -> Vec<(String, Vec<f32>)> {
+        let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+        batch
+            .iter()
+            .map(|(id, _)| id.clone())
+            .zip(crate::embed::TextEmbedder::embed_batch(&model, &texts).unwrap())
+            .collect()
+    };
+    let pending = bank.reembed_pending("hash-16", 16, 10).unwrap();
+    assert_eq!(pending.len(), 1);
+    bank.stage_vectors("hash-16", 16, embed(&pending)).unwrap();
+    // Staged past the end; a memory that sorts before the run's position is missed by it.
+    store.commit(vec![Op::Delete(format!("b/test/rv/{early}"))]).unwrap();
+    let err = bank.switch_model("hash-16", 16, NOW).unwrap_err();
+    assert!(matches!(&err, Error::Stale(m) if m.contains("run reembed again")), "{err:?}");
+    let again = bank.reembed_pending("hash-16", 16, 10).unwrap();
+    assert_eq!(
+        again.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+        vec![early.as_str()],
+        "only the missed one"
+    );
+    bank.stage_vectors("hash-16", 16, embed(&again)).unwrap();
+    assert_eq!(bank.switch_model("hash-16", 16, NOW).unwrap(), 1);
 }

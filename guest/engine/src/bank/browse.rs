@@ -33,13 +33,14 @@ pub struct Corrected {
 
 /// A memory's place in a list order: compared descending, the id last so that no two tie. A
 /// cursor is the key of the last memory of a page; the next page starts strictly after it, so a
-/// memory written meanwhile never shifts a page (it sorts before the cursor, or after it once).
+/// memory written meanwhile never shifts a newest-first page (it sorts before the cursor). In
+/// most-recalled order a memory recalled between pages moves, as its key does.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct SortKey(u32, Timestamp, String);
 
 impl SortKey {
     fn of(m: &Record, order: ListOrder) -> SortKey {
-        let recalled = if order == ListOrder::MostRecalled { m.access_count } else { 0 };
+        let recalled = if order == ListOrder::MostRecalled { m.recalled() } else { 0 };
         SortKey(recalled, m.created_at, m.id.clone())
     }
 

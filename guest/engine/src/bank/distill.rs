@@ -15,7 +15,7 @@ use super::Bank;
 use crate::error::{Error, Result};
 use crate::filter::{asks_to_remember, is_transient_failure, repeat_key};
 use crate::llm::{parse_json, LlmError, LlmRequest};
-use crate::record::TAG_TRANSIENT;
+use crate::record::{Record, TAG_TRANSIENT};
 use crate::store::{scan_all, Op};
 use crate::task::Task;
 
@@ -149,18 +149,23 @@ impl Bank {
     /// The ops that replace, in task `id`, every text holding `content` with an erasure marker
     /// (for the commit that hard-forgets a memory distilled from it); none when the task is gone
     /// or holds nothing of it.
-    pub(super) fn scrub_task(&self, id: &str, content: &str, now: Timestamp) -> Result<Vec<Op>> {
+    pub(super) fn scrub_task(&self, id: &str, memory: &Record, now: Timestamp) -> Result<Vec<Op>> {
         let (mut task, bytes) = match self.load_task(id) {
             Ok(found) => found,
             Err(Error::NotFound(_)) => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
-        if !task.scrub(content, now) {
+        let scrubbed = task.scrub(&memory.content, now);
+        let handles = task.handles.iter().any(|h| *h == memory.id);
+        for h in task.handles.iter_mut().filter(|h| **h == memory.id) {
+            h.clear();
+        }
+        if !scrubbed && !handles {
             return Ok(Vec::new());
         }
         let key = self.task_key(id);
-        let scrubbed = serde_json::to_vec(&task).expect("task serialises");
-        Ok(vec![Op::Expect(key.clone(), Some(bytes)), Op::Put(key, scrubbed)])
+        let saved = serde_json::to_vec(&task).expect("task serialises");
+        Ok(vec![Op::Expect(key.clone(), Some(bytes)), Op::Put(key, saved)])
     }
 
     /// The task marked distilled (`method`, now), and the ops that store it if nobody changed

@@ -223,7 +223,7 @@ impl Bank {
             if ms.archive_unused && super::audit::never_useful(&m, self.settings.audit.unused_after) {
                 let reason = format!(
                     "never useful: recalled {} times, never cited or marked helpful (maintain.archive_unused)",
-                    m.access_count
+                    m.recalled()
                 );
                 archive(m, &before, reason, &mut report, &mut changed);
                 continue;

@@ -462,9 +462,11 @@ impl Bank {
             // the task it was distilled from loses the text (in the same commit).
             let relinked = self.relinked_without(&memory, now);
             ops.extend(relinked.iter().map(|m| self.put_memory(m)));
-            if let Some(task) = memory.metadata.iter().find(|(k, _)| k == "task").map(|(_, v)| v.as_str()) {
-                ops.extend(self.scrub_task(task, &memory.content, now)?);
+            let distilled_from = memory.metadata.iter().find(|(k, _)| k == "task").map(|(_, v)| v.as_str());
+            if let Some(task) = distilled_from {
+                ops.extend(self.scrub_task(task, &memory, now)?);
             }
+            ops.extend(self.unlog(id, distilled_from)?);
             // The keyword snapshot holds the memory's words: saved again without them, in the same
             // commit (rather than dropped, which would make the next open tokenize everything).
             self.state.remove(id, relinked, &self.settings.lexical);

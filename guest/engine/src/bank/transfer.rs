@@ -37,6 +37,8 @@ pub struct ExportHeader {
 pub(super) struct Importing {
     /// The file's vectors are this engine's model's: used as they are.
     use_vectors: bool,
+    /// The memories read so far: an id twice in one file is an error.
+    ids: std::collections::HashSet<String>,
 }
 
 /// A model switch under way: staged vectors cover every record up to `through` (in id order).
@@ -45,6 +47,9 @@ struct Reembedding {
     model: String,
     dimension: usize,
     through: Option<String>,
+    /// Memories written behind `through` while the run went on: embedded next.
+    #[serde(default)]
+    missing: Vec<String>,
 }
 
 /// The export's phases, in order: (cursor tag, key prefix under the bank).
@@ -62,6 +67,12 @@ impl Bank {
         now: Timestamp,
     ) -> Result<ExportPage> {
         self.sync()?;
+        if !self.state.has_meta {
+            return Err(Error::NotFound(format!(
+                "bank {} holds nothing: there is nothing to export",
+                self.id
+            )));
+        }
         let limit = limit.clamp(1, 10_000);
         let mut lines = Vec::new();
         let (mut phase, mut after) = match cursor {
@@ -136,27 +147,42 @@ impl Bank {
     /// Imports export lines (`first_line`: the number of the first in its file, for errors). The
     /// first call's first line is the header, and the bank must be empty; vectors made by another
     /// model are refused unless `reembed`, and then embedded here like a file without vectors.
-    /// One commit per call.
+    /// One commit per call. With `check_only` nothing is stored: the lines are read and checked
+    /// as an import would, so a host checks a whole file before its first commit and a bad line
+    /// never leaves a bank half imported.
     pub fn import_lines(
         &mut self,
         lines: &[String],
         first_line: u32,
         reembed: bool,
+        check_only: bool,
         now: Timestamp,
     ) -> Result<ImportReport> {
         self.sync()?;
         let field = |i: usize| format!("line {}", first_line as usize + i);
+        // A field error in a line's content, named by the line.
+        let at = |i: usize, what: &'static str| {
+            move |e: Error| match e {
+                Error::InvalidInput(f) => {
+                    Error::invalid(field(i), format!("{what}{}: {}", f.field, f.message))
+                }
+                other => other,
+            }
+        };
         let mut start = 0;
         if let Some(first) = lines.first() {
-            if let Ok(header) = serde_json::from_str::<ExportHeader>(first) {
-                self.begin_import(&header, reembed, &field(0))?;
+            let value: Option<Value> = serde_json::from_str(first).ok();
+            if let Some(header) = value.filter(|v| v.get("hindsight_export").is_some()) {
+                let header: ExportHeader = serde_json::from_value(header)
+                    .map_err(|e| Error::invalid(field(0), format!("export header: {e}")))?;
+                self.begin_import(&header, reembed)?;
                 start = 1;
             }
         }
-        let Some(importing) = self.importing.clone() else {
+        let Some(use_vectors) = self.importing.as_ref().map(|imp| imp.use_vectors) else {
             return Err(Error::invalid(
                 field(0),
-                "the first line must be the export header (hindsight export)",
+                "the first line must be the export header (hindsight_export)",
             ));
         };
         let mut report = ImportReport::default();
@@ -172,20 +198,18 @@ impl Bank {
             if let Some(m) = value.get("memory") {
                 let record: Record = serde_json::from_value(m.clone())
                     .map_err(|e| Error::invalid(field(i), format!("memory: {e}")))?;
-                if self.state.by_id.contains_key(&record.id) || records.iter().any(|(r, _)| r.id == record.id)
-                {
-                    return Err(Error::invalid(
-                        field(i),
-                        format!("memory {} is already in the bank", record.id),
-                    ));
+                crate::record::check_imported(&record, &self.settings).map_err(at(i, "memory."))?;
+                let first_time = self.importing.as_mut().is_some_and(|imp| imp.ids.insert(record.id.clone()));
+                if !first_time || self.state.by_id.contains_key(&record.id) {
+                    return Err(Error::invalid(field(i), format!("memory {} appears twice", record.id)));
                 }
                 let vector = match value.get("vector").and_then(Value::as_str) {
-                    Some(b64) if importing.use_vectors => {
+                    Some(b64) if use_vectors => {
                         let bytes = base64_decode(b64)
                             .ok_or_else(|| Error::invalid(field(i), "vector: not base64"))?;
                         Some(
                             super::checked_vector(decode_vector(&bytes), self.embedder.dimension())
-                                .map_err(|e| Error::invalid(field(i), e.to_string()))?,
+                                .map_err(at(i, ""))?,
                         )
                     }
                     _ => None,
@@ -206,6 +230,11 @@ impl Bank {
             } else {
                 return Err(Error::invalid(field(i), "expected a memory, task or recall line"));
             }
+        }
+        report.log_entries = log.len() as u32;
+        if check_only {
+            report.memories = records.len() as u32;
+            return Ok(report);
         }
         let missing: Vec<usize> = (0..records.len()).filter(|&i| records[i].1.is_none()).collect();
         for chunk in missing.chunks(32) {
@@ -240,12 +269,12 @@ impl Bank {
                 ));
             }
             ops.push(self.log_bounds_op(&bounds));
-            report.log_entries = log.len() as u32;
         }
+        // As a retain does: a buffer past its size is sealed, and the keyword index saved with
+        // it (saving it every batch would rewrite a growing snapshot each time); `reindex` at
+        // the end saves the rest.
         if self.state.buffer_len() > self.settings.index.buffer_max as usize {
             ops.extend(self.seal_buffer(0));
-        }
-        if report.memories > 0 {
             ops.push(self.save_lexical());
         }
         if !ops.is_empty() {
@@ -254,18 +283,23 @@ impl Bank {
         Ok(report)
     }
 
-    fn begin_import(&mut self, header: &ExportHeader, reembed: bool, field: &str) -> Result<()> {
+    fn begin_import(&mut self, header: &ExportHeader, reembed: bool) -> Result<()> {
         if header.hindsight_export > EXPORT_VERSION {
             return Err(Error::Unsupported(format!(
-                "{field}: export format {} is newer than this engine's ({EXPORT_VERSION})",
+                "export format {} is newer than this engine's ({EXPORT_VERSION}): import it with a newer hindsight",
                 header.hindsight_export
             )));
         }
-        let held = self.state.by_id.len();
-        if held > 0 || !self.tasks(true)?.is_empty() {
+        let (held, tasks) = (self.state.by_id.len(), self.tasks(true)?.len());
+        let bounds = self.log_bounds()?;
+        if held > 0 || tasks > 0 || bounds.next > bounds.first {
             return Err(Error::invalid(
                 "bank",
-                format!("{} holds {held} memories and tasks: import into an empty bank", self.id),
+                format!(
+                    "{} holds {held} memories, {tasks} tasks and {} recall log entries: import into an empty bank",
+                    self.id,
+                    bounds.next - bounds.first
+                ),
             ));
         }
         let same_model = header.embedding_model == self.embedder.model_id()
@@ -283,7 +317,8 @@ impl Bank {
                 ),
             ));
         }
-        self.importing = Some(Importing { use_vectors: header.vectors && same_model });
+        self.importing =
+            Some(Importing { use_vectors: header.vectors && same_model, ids: Default::default() });
         Ok(())
     }
 
@@ -296,19 +331,26 @@ impl Bank {
         limit: u32,
     ) -> Result<Vec<(String, String)>> {
         self.sync()?;
-        let through = self
-            .reembedding()?
-            .filter(|r| r.model == model && r.dimension == dimension)
-            .and_then(|r| r.through);
-        let mut ids: Vec<&Record> = self
+        let run =
+            self.reembedding()?.filter(|r| r.model == model && r.dimension == dimension).unwrap_or_default();
+        let mut out: Vec<(String, String)> = run
+            .missing
+            .iter()
+            .filter_map(|id| self.state.memory(id))
+            .take(limit as usize)
+            .map(|m| (m.id.clone(), m.content.clone()))
+            .collect();
+        let mut next: Vec<&Record> = self
             .state
             .slots
             .iter()
             .flatten()
-            .filter(|m| through.as_deref().is_none_or(|t| m.id.as_str() > t))
+            .filter(|m| run.through.as_deref().is_none_or(|t| m.id.as_str() > t))
             .collect();
-        ids.sort_unstable_by(|a, b| a.id.cmp(&b.id));
-        Ok(ids.into_iter().take(limit as usize).map(|m| (m.id.clone(), m.content.clone())).collect())
+        next.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        let room = limit as usize - out.len();
+        out.extend(next.into_iter().take(room).map(|m| (m.id.clone(), m.content.clone())));
+        Ok(out)
     }
 
     /// Stores vectors made by `model` for a later switch, beside the bank's own (the bank's
@@ -325,7 +367,7 @@ impl Bank {
         let mut state = self
             .reembedding()?
             .filter(|r| r.model == model && r.dimension == dimension)
-            .unwrap_or(Reembedding { model: model.to_string(), dimension, through: None });
+            .unwrap_or(Reembedding { model: model.to_string(), dimension, ..Default::default() });
         let mut ops = Vec::new();
         for (i, (id, v)) in vectors.into_iter().enumerate() {
             let v = super::checked_vector(v, dimension)
@@ -333,6 +375,7 @@ impl Bank {
             if state.through.as_deref().is_none_or(|t| id.as_str() > t) {
                 state.through = Some(id.clone());
             }
+            state.missing.retain(|m| *m != id);
             ops.push(Op::Put(self.key(&format!("rv/{id}")), encode_vector(&v)));
         }
         ops.push(Op::Put(self.key(REEMBED_KEY), serde_json::to_vec(&state).expect("serialises")));
@@ -364,10 +407,10 @@ impl Bank {
                 Ok(())
             })?;
             let mut ops = Vec::new();
-            let mut missing = 0;
+            let mut missing = Vec::new();
             for m in bank.state.slots.iter().flatten() {
                 let Some(v) = staged.remove(&m.id) else {
-                    missing += 1;
+                    missing.push(m.id.clone());
                     continue;
                 };
                 let mut record = m.clone();
@@ -376,12 +419,14 @@ impl Bank {
                 ops.push(Op::Put(bank.key(&format!("v/{}", m.id)), v));
                 ops.push(Op::Delete(bank.key(&format!("rv/{}", m.id))));
             }
-            if missing > 0 {
-                // Written since the staging passed them: the next reembed run embeds them.
-                let restart = Reembedding { model: model.to_string(), dimension, through: None };
-                bank.store.commit(vec![Op::Put(bank.key(REEMBED_KEY), serde_json::to_vec(&restart).expect("serialises"))])?;
-                return Err(Error::Conflict(format!(
-                    "{missing} memories have no vector from {model} yet (written during the reembed): run reembed again"
+            if !missing.is_empty() {
+                // Written behind the run's position: the next run embeds just these.
+                let n = missing.len();
+                let mut run = bank.reembedding()?.unwrap_or_default();
+                run.missing = missing;
+                bank.store.commit(vec![Op::Put(bank.key(REEMBED_KEY), serde_json::to_vec(&run).expect("serialises"))])?;
+                return Err(Error::Stale(format!(
+                    "{n} memories were written during the reembed and have no vector from {model} yet: run reembed again"
                 )));
             }
             for id in staged.keys() {
@@ -414,13 +459,15 @@ impl Bank {
 
     /// Seals every buffered vector into an index segment and saves the keyword index (after an
     /// import or a model switch); returns how many vectors were sealed.
+    /// Ends an import on this instance, if one was under way.
     pub fn reindex(&mut self, now: Timestamp) -> Result<u32> {
+        self.importing = None;
         self.transact(|bank| {
             let buffered = bank.state.buffer_len() as u32;
             let mut ops: Vec<Op> = bank.seal_buffer(1).into_iter().collect();
             ops.push(bank.save_lexical());
             bank.commit_or_reload(ops, now)?;
-            Ok(if buffered > 0 { buffered } else { 0 })
+            Ok(buffered)
         })
     }
 }

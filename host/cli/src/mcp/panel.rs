@@ -67,39 +67,93 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// `GET /export?bank=B[&vectors=true]`: the bank as JSON lines, as the caller may read it.
+/// `GET /export?bank=B[&vectors=true]`: the bank as JSON lines, as the caller may read it,
+/// streamed a page at a time.
 pub async fn export(State(state): State<PanelState>, request: Request) -> Response {
     let (bank, vectors) = export_params(&request);
     let hs = match auth::caller_of(&request) {
         Some(principal) => state.hs.as_principal(principal),
         None if state.auth_required => return error(StatusCode::UNAUTHORIZED, "a bearer token is required"),
+        // Without tokens only this machine may read a bank: a page on another site must not get
+        // it through a name that resolves here (DNS rebinding). /mcp checks the same for itself.
+        None if !from_loopback_name(&request) => {
+            return error(StatusCode::FORBIDDEN, "without --auth, banks are served to localhost only")
+        }
         None => state.hs.clone(),
     };
     let bank = bank.unwrap_or(state.default_bank);
     let name = bank.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_', "_");
-    let done = tokio::task::spawn_blocking(move || -> hindsight::Result<Vec<u8>> {
-        let mut body = Vec::new();
-        hs.bank(&bank)?.export(vectors, |line| {
-            body.extend_from_slice(line.as_bytes());
-            body.push(b'\n');
-            Ok(())
-        })?;
-        Ok(body)
-    })
-    .await;
-    match done {
-        Ok(Ok(body)) => (
-            [
-                (header::CONTENT_TYPE, "application/x-ndjson".to_string()),
-                (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}.jsonl\"")),
-            ],
-            body,
-        )
-            .into_response(),
-        Ok(Err(hindsight::Error::Denied(m))) => error(StatusCode::FORBIDDEN, &m),
-        Ok(Err(e)) => error(StatusCode::BAD_REQUEST, &e.to_string()),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    // Rights and existence are checked before the first byte, so they come back as a status.
+    let handle = match hs.bank(&bank) {
+        Ok(b) => b,
+        Err(e) => return engine_error(e),
+    };
+    let checked = handle.clone();
+    match tokio::task::spawn_blocking(move || checked.stats()).await {
+        Ok(Ok(stats)) if stats.total > 0 => {}
+        Ok(Ok(_)) => return error(StatusCode::NOT_FOUND, &format!("bank {bank} holds nothing")),
+        Ok(Err(e)) => return engine_error(e),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
+    tokio::task::spawn_blocking(move || {
+        let mut chunk = Vec::with_capacity(1 << 16);
+        let sent = handle.export(vectors, |line| {
+            chunk.extend_from_slice(line.as_bytes());
+            chunk.push(b'\n');
+            if chunk.len() >= 1 << 16 {
+                tx.blocking_send(Ok(std::mem::take(&mut chunk)))
+                    .map_err(|_| hindsight::Error::invalid("export", "the client went away"))?;
+            }
+            Ok(())
+        });
+        let last = match sent {
+            Ok(_) => Ok(chunk),
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        };
+        let _ = tx.blocking_send(last);
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "application/x-ndjson".to_string()),
+            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}.jsonl\"")),
+        ],
+        axum::body::Body::from_stream(Chunks(rx)),
+    )
+        .into_response()
+}
+
+/// The export's pages as a body stream.
+struct Chunks(tokio::sync::mpsc::Receiver<Result<Vec<u8>, std::io::Error>>);
+
+impl futures_core::Stream for Chunks {
+    type Item = Result<Vec<u8>, std::io::Error>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+/// Whether the request names this machine (`Host` is localhost or a loopback address).
+fn from_loopback_name(request: &Request) -> bool {
+    let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    name == "localhost" || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+fn engine_error(e: hindsight::Error) -> Response {
+    let status = match &e {
+        hindsight::Error::Denied(_) => StatusCode::FORBIDDEN,
+        hindsight::Error::NotFound(_) => StatusCode::NOT_FOUND,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    error(status, &e.to_string())
 }
 
 fn error(status: StatusCode, message: &str) -> Response {
