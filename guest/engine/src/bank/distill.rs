@@ -156,7 +156,7 @@ impl Bank {
             Err(e) => return Err(e),
         };
         let scrubbed = task.scrub(&memory.content, now);
-        let handles = task.handles.iter().any(|h| *h == memory.id);
+        let handles = task.handles.contains(&memory.id);
         for h in task.handles.iter_mut().filter(|h| **h == memory.id) {
             h.clear();
         }

@@ -110,6 +110,11 @@ impl Bank {
         task: Option<(&str, &[String])>,
         now: i64,
     ) -> Result<Vec<Option<Record>>> {
+        // A bank that holds nothing stays unwritten: recalling from a mistyped bank name must not
+        // create it.
+        if !self.state.has_meta {
+            return Ok(vec![None; ids.len()]);
+        }
         self.transact(|bank| {
             let used: Vec<Option<Record>> = ids
                 .iter()
