@@ -4,7 +4,8 @@
 use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 
-use crate::names::{FeedbackOutcome, Kind, ListOrder, Source, Status, UseEvent};
+use crate::error::FieldError;
+use crate::names::{FeedbackOutcome, Kind, ListOrder, Named, Source, Status, UseEvent};
 use crate::records::{HistoryEntry, MemoryRecord, TaskState};
 use crate::time::{format_iso, Timestamp};
 
@@ -54,6 +55,19 @@ impl ListQuery {
         self.status = Some(status);
         self
     }
+    /// The status filter a user named: a status, or `any` for every status.
+    pub fn status_named(mut self, text: &str) -> Result<Self, FieldError> {
+        match text.trim() {
+            "any" => self.any_status = true,
+            name => {
+                let status = Status::parse("status", name)
+                    .map_err(|e| FieldError::new("status", format!("{}; or any", e.message)))?;
+                self.status = Some(status);
+            }
+        }
+        Ok(self)
+    }
+
     /// Every status.
     pub fn any_status(mut self) -> Self {
         self.any_status = true;

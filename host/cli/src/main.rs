@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use hindsight::time::parse_iso;
 use hindsight::{
-    split_list, Bank, EndTask, Hindsight, Kind, ListQuery, Memory, Models, Named, OpenAi, Query, Scope,
-    Status, Step, TaskUpdate, Timestamp,
+    split_list, Bank, EndTask, Hindsight, Kind, ListQuery, Memory, Models, Named, OpenAi, Query, Scope, Step,
+    TaskUpdate, Timestamp,
 };
 use serde_json::{json, Value};
 
@@ -245,17 +245,10 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
         }
         Command::List(args) => {
             let mut q = ListQuery { order: args.order, ..ListQuery::default() };
-            q.kind = args.kind;
-            match args.status.as_deref().map(str::trim) {
-                None => {}
-                Some("any") => q.any_status = true,
-                Some(s) => {
-                    q.status = Some(
-                        Status::parse("status", s)
-                            .map_err(|e| CliError::field("status", format!("{}; or any", e.message)))?,
-                    )
-                }
+            if let Some(status) = &args.status {
+                q = q.status_named(status)?;
             }
+            q.kind = args.kind;
             q.tag = args.tag;
             q.task_type = args.task_type;
             q.source = args.source;

@@ -142,15 +142,13 @@ impl Bank {
     /// pointing nowhere: for a hard forget's commit.
     pub(super) fn unlog(&self, id: &str, skip: Option<&str>) -> Result<Vec<Op>> {
         let mut ops = Vec::new();
-        scan_all(&*self.store, &self.key("r/"), |key, bytes| {
-            let mut entry: RecallLogEntry = serde_json::from_slice(&bytes)
-                .map_err(|e| Error::Corrupt(format!("bank {}: recall log {key}: {e}", self.id)))?;
-            if entry.hits.iter().any(|h| h.id == id) {
-                entry.hits.retain(|h| h.id != id);
-                ops.push(Op::Put(key, serde_json::to_vec(&entry).expect("log entry serialises")));
-            }
-            Ok(())
-        })?;
+        for mut entry in self.recall_log(|e| e.hits.iter().any(|h| h.id == id))? {
+            entry.hits.retain(|h| h.id != id);
+            ops.push(Op::Put(
+                self.log_key(entry.seq),
+                serde_json::to_vec(&entry).expect("log entry serialises"),
+            ));
+        }
         scan_all(&*self.store, &self.key("t/"), |key, bytes| {
             let mut task: Task =
                 serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt(format!("{key}: {e}")))?;
@@ -197,7 +195,7 @@ impl Bank {
         if task.handles.len() == before {
             return Ok((task.handles, Vec::new()));
         }
-        let key = self.key(&format!("t/{task_id}"));
+        let key = self.task_key(task_id);
         let saved = serde_json::to_vec(&task).expect("task serialises");
         Ok((task.handles, vec![Op::Expect(key.clone(), Some(bytes)), Op::Put(key, saved)]))
     }

@@ -270,14 +270,7 @@ fn a_model_switch_is_staged_then_one_commit() {
     let (model, dim) = ("hash-32", 32);
     let first = bank.reembed_pending(model, dim, 3).unwrap();
     assert_eq!(first.len(), 3);
-    let embed = |batch: &[(String, String)]| -> Vec<(String, Vec<f32>)> {
-        let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-        batch
-            .iter()
-            .map(|(id, _)| id.clone())
-            .zip(crate::embed::TextEmbedder::embed_batch(&new_model, &texts).unwrap())
-            .collect()
-    };
+    let embed = |batch: &[(String, String)]| embedded(&new_model, batch);
     bank.stage_vectors(model, dim, embed(&first)).unwrap();
     // A crash here: a fresh instance resumes after what was staged, and still answers.
     let mut resumed = open(&store);
@@ -290,6 +283,13 @@ fn a_model_switch_is_staged_then_one_commit() {
     assert_eq!(resumed.switch_model(model, dim, NOW).unwrap(), 5);
     assert!(matches!(open_dim_result(&store, 64), Err(Error::Model(_))), "the old model no longer opens it");
     assert!(store.scan("b/test/rv/", None, 10).unwrap().is_empty());
+}
+
+/// A pending batch (id, text) embedded by `model`, as a host stages it.
+fn embedded(model: &HashEmbedder, batch: &[(String, String)]) -> Vec<(String, Vec<f32>)> {
+    let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+    let vectors = crate::embed::TextEmbedder::embed_batch(model, &texts).unwrap();
+    batch.iter().map(|(id, _)| id.clone()).zip(vectors).collect()
 }
 
 fn open_dim_result(store: &Arc<MemoryStore>, dimension: usize) -> Result<Bank> {
@@ -327,14 +327,7 @@ fn memories_written_during_a_reembed_are_embedded_by_the_next_run() {
     let mut bank = open(&store);
     let early = id_of(retain_one(&mut bank, forced("memory about the cache"), NOW));
     let model = HashEmbedder { dimension: 16 };
-    let embed = |batch: &[(String, String)]| -> Vec<(String, Vec<f32>)> {
-        let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-        batch
-            .iter()
-            .map(|(id, _)| id.clone())
-            .zip(crate::embed::TextEmbedder::embed_batch(&model, &texts).unwrap())
-            .collect()
-    };
+    let embed = |batch: &[(String, String)]| embedded(&model, batch);
     let pending = bank.reembed_pending("hash-16", 16, 10).unwrap();
     assert_eq!(pending.len(), 1);
     bank.stage_vectors("hash-16", 16, embed(&pending)).unwrap();

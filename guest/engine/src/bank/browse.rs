@@ -86,7 +86,8 @@ impl Bank {
                 && text.as_deref().is_none_or(|t| m.content.to_lowercase().contains(t))
         };
         let mut total = 0u32;
-        // Descending order: the greatest keys first, all below the cursor.
+        // Descending order: the greatest keys below the cursor, one more than the page holds to
+        // learn whether another page follows.
         let mut page: BTreeMap<std::cmp::Reverse<SortKey>, &Record> = BTreeMap::new();
         for m in self.state.slots.iter().flatten().filter(|m| matches(m)) {
             total += 1;
@@ -95,19 +96,14 @@ impl Bank {
                 continue;
             }
             page.insert(std::cmp::Reverse(key), m);
-            if page.len() > limit as usize {
+            if page.len() > limit as usize + 1 {
                 page.pop_last();
             }
         }
-        let more = {
-            let last = page.keys().next_back().map(|k| k.0.clone());
-            let beyond = |m: &&Record| {
-                let key = SortKey::of(m, q.order);
-                last.as_ref().is_some_and(|l| key < *l)
-            };
-            page.len() == limit as usize
-                && self.state.slots.iter().flatten().filter(|m| matches(m)).any(|m| beyond(&m))
-        };
+        let more = page.len() > limit as usize;
+        if more {
+            page.pop_last();
+        }
         let next_cursor = if more { page.keys().next_back().map(|k| k.0.cursor(q.order)) } else { None };
         Ok(Listed { items: page.into_values().cloned().collect(), next_cursor, total })
     }
@@ -198,7 +194,7 @@ impl Bank {
 
         let mut ops: Vec<Op> = touched.values().map(|m| self.put_memory(m)).collect();
         ops.push(self.put_memory(&new));
-        ops.push(Op::Put(self.key(&format!("v/{}", new.id)), super::encode_vector(&vector)));
+        ops.push(self.put_vector(&new.id, &vector));
         for m in touched.into_values() {
             self.state.update(m);
         }

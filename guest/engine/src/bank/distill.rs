@@ -55,7 +55,7 @@ struct Lesson {
 }
 
 impl Bank {
-    fn task_key(&self, id: &str) -> String {
+    pub(super) fn task_key(&self, id: &str) -> String {
         self.key(&format!("t/{id}"))
     }
 

@@ -172,14 +172,11 @@ impl Bank {
                 ops.push(Op::Put(self.key(&format!("s/{name}")), bytes));
             }
         }
-        let bytes = self
-            .store
-            .get(&self.key("meta"))?
+        let mut meta = self
+            .stored_meta()?
             .ok_or_else(|| Error::Corrupt(format!("bank {}: meta vanished while migrating", self.id)))?;
-        let mut meta: Meta = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Corrupt(format!("bank {}: meta: {e}", self.id)))?;
         meta.format_version = FORMAT_VERSION;
-        ops.push(Op::Put(self.key("meta"), serde_json::to_vec(&meta).expect("meta serialises")));
+        ops.push(self.put_meta(&meta));
         let now = meta.created_at.max(0);
         self.commit(ops, now)?;
         self.state.format_version = FORMAT_VERSION;
@@ -225,9 +222,7 @@ impl Bank {
         let applied = self.stored_sequence()?;
         let mut state = State::empty(self.embedder.dimension());
         state.applied = applied;
-        if let Some(bytes) = self.store.get(&self.key("meta"))? {
-            let meta: Meta = serde_json::from_slice(&bytes)
-                .map_err(|e| Error::Corrupt(format!("bank {}: meta: {e}", self.id)))?;
+        if let Some(meta) = self.stored_meta()? {
             if meta.format_version > FORMAT_VERSION {
                 return Err(Error::Unsupported(format!(
                     "bank {} is in stored format {}; this engine reads formats up to {FORMAT_VERSION}: \
@@ -389,7 +384,7 @@ impl Bank {
                 created_at: now,
                 format_version: FORMAT_VERSION,
             };
-            ops.push(Op::Put(self.key("meta"), serde_json::to_vec(&meta).expect("meta serialises")));
+            ops.push(self.put_meta(&meta));
         }
         let applied = self.state.applied;
         ops.insert(0, Op::Expect(self.key("seq"), (applied > 0).then(|| applied.to_le_bytes().to_vec())));
@@ -422,6 +417,24 @@ impl Bank {
     /// Saves the keyword index so that opening the bank restores rather than rebuilds it.
     fn save_lexical(&mut self) -> Op {
         Op::Put(self.key(LEXICAL_KEY), self.state.lexical_snapshot())
+    }
+
+    /// The bank's `meta` as stored (none before its first commit).
+    fn stored_meta(&self) -> Result<Option<Meta>> {
+        match self.store.get(&self.key("meta"))? {
+            None => Ok(None),
+            Some(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| Error::Corrupt(format!("bank {}: meta: {e}", self.id))),
+        }
+    }
+
+    fn put_meta(&self, meta: &Meta) -> Op {
+        Op::Put(self.key("meta"), serde_json::to_vec(meta).expect("meta serialises"))
+    }
+
+    fn put_vector(&self, id: &str, vector: &[f32]) -> Op {
+        Op::Put(self.key(&format!("v/{id}")), encode_vector(vector))
     }
 
     fn put_memory(&self, memory: &Record) -> Op {

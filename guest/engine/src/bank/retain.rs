@@ -122,9 +122,7 @@ impl Bank {
         }
 
         let mut ops: Vec<Op> = touched.values().map(|m| self.put_memory(m)).collect();
-        ops.extend(
-            new_vectors.iter().map(|(id, v)| Op::Put(self.key(&format!("v/{id}")), super::encode_vector(v))),
-        );
+        ops.extend(new_vectors.iter().map(|(id, v)| self.put_vector(id, v)));
         // A buffer past its size is sealed now rather than waiting for maintain, and the keyword
         // index saved with it: a large bank built by retains alone opens fast too.
         if self.state.buffer_len() > self.settings.index.buffer_max as usize {

@@ -9,7 +9,7 @@ use hindsight_types::{ExportPage, ImportReport, RecallLogEntry};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{decode_vector, encode_vector, Bank, Meta};
+use super::{decode_vector, encode_vector, Bank};
 use crate::error::{Error, Result};
 use crate::record::Record;
 use crate::store::{scan_all, Op};
@@ -68,10 +68,7 @@ impl Bank {
     ) -> Result<ExportPage> {
         self.sync()?;
         if !self.state.has_meta {
-            return Err(Error::NotFound(format!(
-                "bank {} holds nothing: there is nothing to export",
-                self.id
-            )));
+            return Err(self.not_found_bank());
         }
         let limit = limit.clamp(1, 10_000);
         let mut lines = Vec::new();
@@ -104,11 +101,11 @@ impl Bank {
             let (tag, rest) = PHASES[phase];
             let prefix = self.key(rest);
             let room = limit as usize - lines.len().min(limit as usize);
-            if room == 0 {
-                let key = after.as_deref().map_or("", |k| &k[prefix.len()..]);
-                return Ok(ExportPage { lines, next: Some(format!("{tag}:{key}")) });
-            }
-            let page = self.store.scan(&prefix, after.as_deref(), room as u32)?;
+            let page = if room == 0 {
+                Vec::new()
+            } else {
+                self.store.scan(&prefix, after.as_deref(), room as u32)?
+            };
             let full = page.len() == room;
             for (key, bytes) in page {
                 lines.push(self.export_line(tag, &key[prefix.len()..], &bytes, vectors)?);
@@ -219,7 +216,7 @@ impl Bank {
                 let task: Task = serde_json::from_value(t.clone())
                     .map_err(|e| Error::invalid(field(i), format!("task: {e}")))?;
                 ops.push(Op::Put(
-                    self.key(&format!("t/{}", task.id)),
+                    self.task_key(&task.id),
                     serde_json::to_vec(&task).expect("task serialises"),
                 ));
                 report.tasks += 1;
@@ -250,7 +247,7 @@ impl Bank {
             let vector = vector.expect("embedded above");
             record.embedding_model = model.clone();
             ops.push(self.put_memory(&record));
-            ops.push(Op::Put(self.key(&format!("v/{}", record.id)), encode_vector(&vector)));
+            ops.push(self.put_vector(&record.id, &vector));
             let slot = self.state.insert(record, &vector);
             self.state.index_lexical(slot, &self.settings.lexical);
             report.memories += 1;
@@ -435,14 +432,10 @@ impl Bank {
             for (name, _) in &bank.state.segments {
                 ops.push(Op::Delete(bank.key(&format!("s/{name}"))));
             }
-            let created_at = bank.meta_created_at()?.unwrap_or(now);
-            let meta = Meta {
-                embedding_model: model.to_string(),
-                dimension,
-                created_at,
-                format_version: bank.state.format_version,
-            };
-            ops.push(Op::Put(bank.key("meta"), serde_json::to_vec(&meta).expect("meta serialises")));
+            let mut meta = bank.stored_meta()?.ok_or_else(|| bank.not_found_bank())?;
+            meta.embedding_model = model.to_string();
+            meta.dimension = dimension;
+            ops.push(bank.put_meta(&meta));
             ops.push(Op::Delete(bank.key(REEMBED_KEY)));
             let switched = bank.state.by_id.len() as u32;
             bank.commit(ops, now)?;
@@ -450,15 +443,12 @@ impl Bank {
         })
     }
 
-    fn meta_created_at(&self) -> Result<Option<Timestamp>> {
-        Ok(match self.store.get(&self.key("meta"))? {
-            Some(b) => serde_json::from_slice::<Meta>(&b).ok().map(|m| m.created_at),
-            None => None,
-        })
-    }
-
     /// Seals every buffered vector into an index segment and saves the keyword index (after an
     /// import or a model switch); returns how many vectors were sealed.
+    fn not_found_bank(&self) -> Error {
+        Error::NotFound(format!("bank {} holds nothing", self.id))
+    }
+
     /// Ends an import on this instance, if one was under way.
     pub fn reindex(&mut self, now: Timestamp) -> Result<u32> {
         self.importing = None;

@@ -780,10 +780,8 @@ fn list_query(a: &ListArgs) -> Result<hindsight::ListQuery, hindsight::FieldErro
     };
     q.kind = a.kind.as_deref().map(|k| Kind::parse("kind", k)).transpose()?;
     q.source = a.source.as_deref().map(|s| hindsight::Source::parse("source", s)).transpose()?;
-    match a.status.as_deref().map(str::trim) {
-        None => {}
-        Some("any") => q.any_status = true,
-        Some(s) => q.status = Some(hindsight::Status::parse("status", s)?),
+    if let Some(status) = &a.status {
+        q = q.status_named(status)?;
     }
     if let Some(order) = a.order.as_deref() {
         q.order = hindsight::ListOrder::parse("order", &order.replace('_', "-"))?;
