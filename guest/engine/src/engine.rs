@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use crate::bank::Bank;
-use crate::embed::{Embedder, TextEmbedder};
+use crate::embed::{Embedder, QueryCached, TextEmbedder};
 use crate::error::Result;
 use crate::llm::{Llm, NoLlm};
 use crate::settings::Settings;
@@ -18,7 +18,8 @@ pub struct Engine {
 impl Engine {
     pub fn new(model: &[u8], tokenizer: &[u8], settings_json: &str) -> Result<Engine> {
         let settings = Settings::from_json(settings_json)?;
-        let embedder = Embedder::load(model, tokenizer)?;
+        let embedder =
+            QueryCached::new(Embedder::load(model, tokenizer)?, settings.recall.query_cache as usize);
         Ok(Engine::with_embedder(Rc::new(embedder), settings))
     }
 

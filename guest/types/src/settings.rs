@@ -248,6 +248,9 @@ pub struct RecallSettings {
     /// The prompt block leaves out a memory with no evidence of relevance: no query word in it
     /// and a cosine similarity to the query below this (recall's items still list it, marked).
     pub prompt_min_relevance: f32,
+    /// Query embeddings kept per engine, most recently used first (agent loops repeat their
+    /// queries); 0 embeds every query.
+    pub query_cache: u32,
 }
 
 impl Default for RecallSettings {
@@ -271,6 +274,7 @@ impl Default for RecallSettings {
             source_weight_imported: 0.4,
             prompt_tokens: 600,
             prompt_min_relevance: 0.3,
+            query_cache: 256,
         }
     }
 }
@@ -619,6 +623,10 @@ impl Settings {
             unit(field, v)?;
         }
         unit("recall.prompt_min_relevance", r.prompt_min_relevance)?;
+        // Each entry holds a vector (1.5 KB at 384 dimensions) inside the instance's memory cap.
+        if r.query_cache > 65_536 {
+            return Err(FieldError::new("settings.recall.query_cache", "must be at most 65536"));
+        }
         if self.audit.unused_after == 0 {
             return Err(FieldError::new("settings.audit.unused_after", "must be at least 1"));
         }

@@ -557,6 +557,14 @@ pub struct BenchArgs {
     /// Timed repetitions per measurement.
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub runs: usize,
+    /// Also measure this store on the same model, texts and vectors (in a Python venv it sets
+    /// up from the package index) and print both side by side.
+    #[arg(long, value_name = "NAME", value_parser = ["chroma"])]
+    pub peer: Option<String>,
+    /// Texts to time ingest with embedding and recall on: JSON lines with a "text" (or
+    /// "content") field, LoCoMo's turns.jsonl for one. Default: 300 synthetic memories.
+    #[arg(long, value_name = "FILE")]
+    pub texts: Option<PathBuf>,
 }
 
 #[derive(Args)]

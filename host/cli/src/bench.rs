@@ -138,6 +138,9 @@ pub fn derive_corpus(base: &[(String, Vec<f32>)], size: usize, seed: u64) -> Vec
     out
 }
 
+/// One seed for every size: a smaller bank is a prefix of a larger one (what the peer gets).
+const CORPUS_SEED: u64 = 42;
+
 pub const QUERIES: &[&str] = &[
     "the payments API keeps timing out",
     "garbled characters when reading a CSV",
@@ -162,10 +165,14 @@ pub const QUERIES: &[&str] = &[
 ];
 
 /// The engine settings a bench bank runs with: the caller's, with no capacity cap (the default
-/// cap would archive most of a large bank) and the vector buffer sealed into HNSW segments from
-/// 16k vectors, unless the caller changed those.
+/// cap would archive most of a large bank), the vector buffer sealed into HNSW segments from
+/// 16k vectors, and no query cache, unless the caller changed those.
 fn bench_settings(mut settings: Settings) -> Settings {
     let defaults = Settings::default();
+    // Every timed query embeds: the bench repeats its queries, which a cache would answer.
+    if settings.recall.query_cache == defaults.recall.query_cache {
+        settings.recall.query_cache = 0;
+    }
     if settings.maintain.capacity == defaults.maintain.capacity {
         settings.maintain.capacity = u32::MAX;
     }
@@ -224,8 +231,16 @@ fn embed_latency(hs: &Hindsight, native: &Native, runs: usize) -> CliResult<Valu
     Ok(Value::Object(out))
 }
 
-/// Memories per second retained through the component, embedding included (20-word texts).
-fn retain_throughput(hs: &Hindsight, n: usize) -> CliResult<f64> {
+/// Memories per second retained through the component with `workers` instances, embedding
+/// included (20-word texts, 32 per call, each call spread across the workers), into a fresh
+/// bank; the instances are started before the clock does.
+fn retain_throughput(g: &Global, settings: &Settings, n: usize, workers: usize) -> CliResult<f64> {
+    let dir = tempfile::tempdir().map_err(io)?;
+    let hs = crate::builder(g, Some(workers))?
+        .with_settings(settings.clone())
+        .sqlite(dir.path().join("retain.db"))
+        .open()?;
+    hs.warm_up()?;
     let texts = corpus_texts(n);
     let bank = hs.bank("bench-retain")?;
     let start = Instant::now();
@@ -233,6 +248,75 @@ fn retain_throughput(hs: &Hindsight, n: usize) -> CliResult<f64> {
         bank.retain(chunk.iter().map(|t| Memory::new(t.clone())))?;
     }
     Ok(n as f64 / start.elapsed().as_secs_f64())
+}
+
+/// On `texts`: ingest with embedding (32 per call, through the write path, embedding on every
+/// worker) into a fresh bank, then recall p50 with the query embedded each time.
+fn text_bench(
+    g: &Global,
+    settings: &Settings,
+    texts: &[String],
+    queries: &[(String, Vec<f32>)],
+    runs: usize,
+) -> CliResult<Value> {
+    let dir = tempfile::tempdir().map_err(io)?;
+    let hs = crate::builder(g, None)?
+        .with_settings(settings.clone())
+        .sqlite(dir.path().join("texts.db"))
+        .open()?;
+    hs.warm_up()?;
+    let bank = hs.bank("bench-texts")?;
+    let start = Instant::now();
+    for chunk in texts.chunks(32) {
+        bank.retain(chunk.iter().map(|t| Memory::new(t.clone())))?;
+    }
+    let ingest_per_s = texts.len() as f64 / start.elapsed().as_secs_f64();
+    for (text, _) in queries.iter().take(5) {
+        bank.recall(query(text, None))?;
+    }
+    let mut samples = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let t = Instant::now();
+        bank.recall(query(&queries[i % queries.len()].0, None))?;
+        samples.push(t.elapsed());
+    }
+    Ok(json!({
+        "ingest_embed_items": texts.len(),
+        "ingest_embed_per_s": ingest_per_s,
+        "query_embed_p50_ms": percentile(&mut samples, 0.5),
+    }))
+}
+
+/// `--texts`: JSON lines with a "text" or "content" string.
+fn read_texts(path: &Path) -> CliResult<Vec<String>> {
+    let bytes = crate::read_input(path)?;
+    let mut texts = Vec::new();
+    for (i, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_str(line)
+            .map_err(|e| CliError::field("texts", format!("line {}: not JSON: {e}", i + 1)))?;
+        match value.get("text").or_else(|| value.get("content")).and_then(Value::as_str) {
+            Some(text) if !text.trim().is_empty() => texts.push(text.to_string()),
+            _ => return Err(CliError::field("texts", format!("line {}: needs a \"text\" string", i + 1))),
+        }
+    }
+    if texts.is_empty() {
+        return Err(CliError::field("texts", "holds no texts"));
+    }
+    Ok(texts)
+}
+
+/// Recall p50 (ms) of one query asked again and again in a small bank: the query's embedding
+/// comes from the engine's cache (`recall.query_cache`) after the first.
+fn repeated_recall(hs: &Hindsight, runs: usize) -> CliResult<f64> {
+    let bank = hs.bank("bench-repeat")?;
+    bank.retain(corpus_texts(64).into_iter().map(Memory::new))?;
+    let query = query(QUERIES[0], None);
+    bank.recall(query.clone())?;
+    let mut samples = time_n(runs, || Ok(bank.recall(query.clone()).map(drop)?))?;
+    Ok(percentile(&mut samples, 0.5))
 }
 
 /// Recall timings over `runs` queries: (with query embedding, without).
@@ -268,7 +352,7 @@ fn size_bench(
     size: usize,
     runs: usize,
 ) -> CliResult<Value> {
-    let corpus = derive_corpus(base, size, size as u64);
+    let corpus = derive_corpus(base, size, CORPUS_SEED);
     let dir = tempfile::tempdir().map_err(io)?;
     let db = dir.path().join("bench.db");
     // With a PostgreSQL --db the bank goes there, under a name of its own (the database may be
@@ -335,23 +419,46 @@ fn size_bench(
 }
 
 pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &BenchArgs) -> CliResult<()> {
+    let cached = settings.clone();
     let settings = bench_settings(settings.clone());
     let dir = tempfile::tempdir().map_err(io)?;
-    let hs = builder.with_settings(settings.clone()).sqlite(dir.path().join("bench.db")).open()?;
-    let models =
-        hindsight::Models::from_dir(g.models.clone().unwrap_or_else(hindsight::Models::default_dir))?;
+    let hs = builder.with_settings(cached).sqlite(dir.path().join("bench.db")).open()?;
+    let models_dir = g.models.clone().unwrap_or_else(hindsight::Models::default_dir);
+    let models = hindsight::Models::from_dir(&models_dir)?;
     let native = Native::load(&models)?;
     let embed = embed_latency(&hs, &native, args.runs)?;
-    let retain_per_s = retain_throughput(&hs, 96)?;
+    let recall_repeated_p50_ms = repeated_recall(&hs, args.runs)?;
     drop(hs);
+    // One worker, then one per core (the library's default up to 4).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    let mut retain_by_workers = serde_json::Map::new();
+    let mut retain_per_s = 0.0;
+    for workers in if cores > 1 { vec![1, cores] } else { vec![1] } {
+        retain_per_s = retain_throughput(g, &settings, 256, workers)?;
+        retain_by_workers.insert(workers.to_string(), json!(retain_per_s));
+    }
     let cache = hindsight::defaults::cache_dir().join("bench");
     let (base, queries) = base_corpus(&models, &native, &cache, 2000)?;
+    let texts = match &args.texts {
+        Some(path) => read_texts(path)?,
+        None => corpus_texts(300),
+    };
+    let on_texts = match args.peer.is_some() || args.texts.is_some() {
+        true => Some(text_bench(g, &settings, &texts, &queries, args.runs)?),
+        false => None,
+    };
+    let size_list = hindsight::split_list(&args.sizes)
+        .into_iter()
+        .map(|size| {
+            size.parse().map_err(|_| CliError::field("sizes", format!("{size:?} is not a whole number")))
+        })
+        .collect::<CliResult<Vec<usize>>>()?;
     let mut sizes = Vec::new();
-    for size in hindsight::split_list(&args.sizes) {
-        let size: usize =
-            size.parse().map_err(|_| CliError::field("sizes", format!("{size:?} is not a whole number")))?;
+    for &size in &size_list {
         let mut row = size_bench(g, &settings, &base, &queries, size, args.runs)?;
         row["retain_per_s"] = json!(retain_per_s);
+        row["retain_per_s_by_workers"] = json!(retain_by_workers);
+        row["recall_repeated_query_p50_ms"] = json!(recall_repeated_p50_ms);
         if g.json {
             println!("{row}");
         } else {
@@ -363,6 +470,30 @@ pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &
         println!("{}", json!({"embed": embed}));
     } else {
         println!("{}", serde_json::to_string_pretty(&json!({"embed": embed, "sizes": sizes})).expect("json"));
+    }
+    let Some(on_texts) = on_texts else { return Ok(()) };
+    let mut ours = on_texts;
+    ours["embed_short_ms"] = embed["short"]["component_ms"].clone();
+    ours["sizes"] = json!(sizes);
+    if args.peer.is_none() {
+        if g.json {
+            println!("{}", json!({"texts": ours}));
+        }
+        return Ok(());
+    }
+    let corpus = derive_corpus(&base, size_list.iter().copied().max().unwrap_or(0), CORPUS_SEED);
+    let inputs = crate::peer::Inputs {
+        texts: &texts,
+        queries: &queries,
+        corpus: &corpus,
+        sizes: &size_list,
+        runs: args.runs,
+    };
+    let chroma = crate::peer::chroma(&models_dir, &inputs)?;
+    if g.json {
+        println!("{}", json!({"hindsight": ours, "chroma": chroma}));
+    } else {
+        println!("\n{}", crate::peer::table(&ours, &chroma));
     }
     Ok(())
 }

@@ -285,7 +285,10 @@ fn evaluate(
     let mut sums_cat: BTreeMap<u32, RecallAtK> = BTreeMap::new();
     let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
     let (mut n_all, mut n_14) = (0usize, 0usize);
-    for q in &questions {
+    // Every question embedded up front, across the workers; recall then runs on vectors.
+    let asked: Vec<&str> = questions.iter().map(|q| q.question.as_str()).collect();
+    let question_vectors = hs.embed(&asked)?;
+    for (q, vector) in questions.iter().zip(question_vectors) {
         let evidence: HashSet<&str> = q.evidence.iter().map(String::as_str).collect();
         if evidence.is_empty() {
             continue;
@@ -296,7 +299,7 @@ fn evaluate(
                 format!("question about conversation {:?}, which has no turns", q.conv_id),
             ));
         };
-        let query = Query::new(q.question.clone()).k(max_k).at(now).prompt_tokens(0);
+        let query = Query::new(q.question.clone()).vector(vector).k(max_k).at(now).prompt_tokens(0);
         let result = hs.bank(&bank_id(&q.conv_id))?.recall(query)?;
         let ranked: Vec<&str> =
             result.items.iter().map(|r| r.memory.meta("dia_id").unwrap_or_default()).collect();

@@ -21,6 +21,7 @@ mod eval;
 mod eval_pairs;
 mod mcp;
 mod model;
+mod peer;
 mod render;
 mod retain_file;
 mod transfer;
@@ -109,9 +110,15 @@ fn with_db(b: hindsight::Builder, g: &Global) -> hindsight::Builder {
     }
 }
 
-/// Opens the database. Commands that only read refuse a file that does not exist instead of
-/// creating an empty one in the wrong place.
+/// Opens the database with one instance. Commands that only read refuse a file that does not
+/// exist instead of creating an empty one in the wrong place.
 fn open(g: &Global, must_exist: bool) -> CliResult<Hindsight> {
+    open_with(g, must_exist, Some(1))
+}
+
+/// Opens the database with `workers` instances (the library's default for `None`: one per core,
+/// up to 4), for the commands that embed many texts at once.
+fn open_with(g: &Global, must_exist: bool, workers: Option<usize>) -> CliResult<Hindsight> {
     if must_exist && postgres_url(g).is_none() && !g.db.exists() {
         return Err(CliError::new(
             "not-found",
@@ -121,7 +128,7 @@ fn open(g: &Global, must_exist: bool) -> CliResult<Hindsight> {
             ),
         ));
     }
-    let hs = with_db(builder(g, Some(1))?, g).open()?;
+    let hs = with_db(builder(g, workers)?, g).open()?;
     if g.verbose {
         let t = hs.timings();
         eprintln!(
@@ -167,7 +174,7 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Bench(args) => bench::run(&g, builder(&g, Some(1))?, &settings(&g)?, &args)?,
         Command::Eval(args) => match &args.pairs {
             Some(pairs) => eval_pairs::run(&g, builder(&g, Some(1))?, pairs)?,
-            None => eval::run(&g, builder(&g, Some(1))?, &settings(&g)?, &args)?,
+            None => eval::run(&g, builder(&g, None)?, &settings(&g)?, &args)?,
         },
         Command::Mcp(pool) => {
             let hs = with_db(builder(&g, pool.workers)?, &g).open()?;

@@ -24,7 +24,8 @@ pub fn run(g: &Global, file: &Path, batch: usize, defaults: Memory) -> CliResult
     let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     let progress = crate::progress(g, lines.len() as u64, "{bar:40} {pos}/{len} {per_sec} eta {eta}");
     let mut run = FileRetain {
-        bank: crate::bank(g, false)?,
+        // An instance per core: a batch's texts embed on all of them.
+        bank: crate::open_with(g, false, None)?.bank(&g.bank)?,
         json: g.json,
         progress,
         stored: 0,

@@ -64,21 +64,43 @@ impl Bank {
     {
         // What a principal writes carries its name unless the caller named an agent.
         let agent = self.hs.principal.as_ref().map(|p| p.name().to_string());
-        let items: Vec<wit::types::NewMemory> = items
+        let mut items: Vec<Memory> = items
             .into_iter()
             .map(|m| {
                 let mut m: Memory = m.into();
                 if m.agent_id.is_none() {
                     m.agent_id = agent.clone();
                 }
-                m.into()
+                m
             })
             .collect();
+        self.embed_on_every_worker(&mut items)?;
+        let items: Vec<wit::types::NewMemory> = items.into_iter().map(Into::into).collect();
         let now = self.now;
         let outcomes = self.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_retain(s, h, &items, now))
         })?;
         Ok(outcomes.into_iter().map(Into::into).collect())
+    }
+
+    /// Many items that bring no vector are embedded across the workers before the bank's own
+    /// worker takes them: the model run is most of a retain, and the bank's worker alone would
+    /// use one core. The engine embeds the trimmed content, and so does this.
+    fn embed_on_every_worker(&self, items: &mut [Memory]) -> Result<()> {
+        let missing: Vec<usize> = (0..items.len()).filter(|&i| items[i].vector.is_none()).collect();
+        if missing.len() < crate::hindsight::SPREAD_MIN || self.hs.pool.len() == 1 {
+            return Ok(());
+        }
+        // Not a principal's embedding work on a bank it may not write.
+        if let Some(principal) = &self.hs.principal {
+            principal.check(Right::Write, &self.id)?;
+        }
+        let texts: Vec<&str> = missing.iter().map(|&i| items[i].content.trim()).collect();
+        let vectors = self.hs.embed(&texts)?;
+        for (i, v) in missing.into_iter().zip(vectors) {
+            items[i].vector = Some(v);
+        }
+        Ok(())
     }
 
     /// The memories that matter for a query (text, or a [`Query`] with filters), best first,

@@ -49,6 +49,13 @@ impl std::fmt::Debug for Hindsight {
 /// The key the engine-wide calls (embed, model id) are routed by: no bank has it.
 const ENGINE_KEY: &str = "";
 
+/// From this many texts, [`Hindsight::embed`] (and so a bank's retain) embeds across the
+/// workers: below it, starting a second instance (~0.5 s) costs more than it saves.
+pub(crate) const SPREAD_MIN: usize = 16;
+
+/// The most texts in one job of a spread embedding.
+const SPREAD_CHUNK: usize = 16;
+
 impl Hindsight {
     /// Options for a new `Hindsight`.
     pub fn builder() -> Builder {
@@ -128,10 +135,38 @@ impl Hindsight {
         Ok(result)
     }
 
-    /// Embeds texts with the engine's model (unit-length vectors), inside the sandbox.
+    /// Embeds texts with the engine's model (unit-length vectors), inside the sandbox. Many
+    /// texts are shared out among the workers, so they embed on every core.
     pub fn embed<S: AsRef<str>>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>> {
         let texts: Vec<String> = texts.iter().map(|t| t.as_ref().to_string()).collect();
-        self.pool.call(ENGINE_KEY, move |w| w.with_engine(|e, s, h| e.call_embed(s, h, &texts)))
+        let workers = self.pool.len();
+        if texts.len() < SPREAD_MIN || workers == 1 {
+            return self.pool.call(ENGINE_KEY, move |w| w.with_engine(|e, s, h| e.call_embed(s, h, &texts)));
+        }
+        // A model run pads its texts to the longest: chunks of similar length, shortest first,
+        // dealt in turn so every worker gets long and short ones. Chunks queue behind whatever
+        // each worker is doing; a call for another bank waits for at most one chunk.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let chunk = texts.len().div_ceil(2 * workers).min(SPREAD_CHUNK);
+        let jobs = order
+            .chunks(chunk)
+            .enumerate()
+            .map(|(n, ix)| {
+                let chunk: Vec<String> = ix.iter().map(|&i| texts[i].clone()).collect();
+                let job = self
+                    .pool
+                    .submit_on(n % workers, move |w| w.with_engine(|e, s, h| e.call_embed(s, h, &chunk)));
+                Ok((ix, job?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut vectors = vec![Vec::new(); texts.len()];
+        for (ix, job) in jobs {
+            for (&i, v) in ix.iter().zip(job.wait()?) {
+                vectors[i] = v;
+            }
+        }
+        Ok(vectors)
     }
 
     /// The embedding model's id, as recorded on every memory.
@@ -173,10 +208,10 @@ impl Hindsight {
     /// Starts every worker's instance now (each loads the model), so that first calls do not
     /// wait for it.
     pub fn warm_up(&self) -> Result<()> {
-        for w in 0..self.pool.len() {
-            self.pool.call_on(w, |worker| worker.warm_up())?;
-        }
-        Ok(())
+        let starting = (0..self.pool.len())
+            .map(|w| self.pool.submit_on(w, |worker| worker.warm_up()))
+            .collect::<Result<Vec<_>>>()?;
+        starting.into_iter().try_for_each(|w| w.wait())
     }
 
     /// Drops the live instances; the next call starts fresh ones, which read everything from the

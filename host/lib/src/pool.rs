@@ -73,17 +73,21 @@ impl Pool {
         w: usize,
         f: impl FnOnce(&mut Worker) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        self.submit_on(w, f)?.wait()
+    }
+
+    /// Queues `f` on worker `w` and returns at once; [`Pending::wait`] gives its answer.
+    pub(crate) fn submit_on<T: Send + 'static>(
+        &self,
+        w: usize,
+        f: impl FnOnce(&mut Worker) -> Result<T> + Send + 'static,
+    ) -> Result<Pending<T>> {
         let (reply, answer) = mpsc::sync_channel(1);
         let job: Job = Box::new(move |worker| {
             let _ = reply.send(f(worker));
         });
         self.sender(w)?.send(job).map_err(|_| Error::Trap(format!("worker {w} has stopped")))?;
-        answer.recv().map_err(|_| {
-            Error::Trap(format!(
-                "worker {w} failed while serving the call (a host bug); its instance was discarded and the \
-                 next call starts a fresh one from the store"
-            ))
-        })?
+        Ok(Pending { worker: w, answer })
     }
 
     /// Runs `f` on the worker serving `bank`.
@@ -125,12 +129,56 @@ impl Pool {
     }
 }
 
+/// A job queued on a worker.
+pub(crate) struct Pending<T> {
+    worker: usize,
+    answer: mpsc::Receiver<Result<T>>,
+}
+
+impl<T> Pending<T> {
+    pub(crate) fn wait(self) -> Result<T> {
+        let w = self.worker;
+        self.answer.recv().map_err(|_| {
+            Error::Trap(format!(
+                "worker {w} failed while serving the call (a host bug); its instance was discarded and the \
+                 next call starts a fresh one from the store"
+            ))
+        })?
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{Error, Hindsight, Memory, Query};
 
     fn worker_name() -> String {
         std::thread::current().name().unwrap_or("?").to_string()
+    }
+
+    #[test]
+    fn many_texts_embed_on_every_worker_with_the_vectors_one_worker_makes() {
+        let texts: Vec<String> = (0..40)
+            .map(|i| format!("run {i}: the nightly export needs {i} retries when the payments API is down"))
+            .collect();
+        let one = Hindsight::builder().memory().no_llm().workers(1).open().unwrap();
+        let two = Hindsight::builder().memory().no_llm().workers(2).open().unwrap();
+        assert_eq!(two.embed(&texts).unwrap(), one.embed(&texts).unwrap());
+        assert!(two.pool.is_running(1), "the second worker embedded its share");
+
+        // A retain of many items spreads its embedding too, and stores what it would alone.
+        let fresh = Hindsight::builder().memory().no_llm().workers(2).open().unwrap();
+        let bank = fresh.bank("b").unwrap().at(1_767_225_600_000);
+        let outcomes = bank.retain(texts.iter().map(|t| Memory::new(t.clone()).force())).unwrap();
+        assert_eq!(outcomes.len(), 40);
+        assert!(fresh.pool.is_running(0) && fresh.pool.is_running(1));
+        let vector = one.embed(&[texts[17].as_str()]).unwrap().remove(0);
+        let hit = bank.recall(Query::new("unrelated words").vector(vector).k(1)).unwrap();
+        assert_eq!(hit.items[0].memory.content, texts[17]);
+
+        // Below the threshold, one worker does it all.
+        let few = Hindsight::builder().memory().no_llm().workers(2).open().unwrap();
+        few.bank("b").unwrap().retain(texts.iter().take(3).map(|t| Memory::new(t.clone()))).unwrap();
+        assert!(!few.pool.is_running(1));
     }
 
     #[test]

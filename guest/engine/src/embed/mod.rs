@@ -1,8 +1,10 @@
 //! Sentence embeddings: what the bank needs from a model (so bank logic is tested without one),
 //! and the ONNX encoder run by tract inside the sandbox.
 
+mod cache;
 mod onnx;
 
+pub use cache::QueryCached;
 pub use onnx::{gather_before_dequantize, Embedder, MAX_TOKENS};
 
 use crate::error::Result;
@@ -13,6 +15,10 @@ pub trait TextEmbedder {
     fn dimension(&self) -> usize;
     /// Unit-length vectors, one per text.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+    /// A recall's query (an embedder may answer a repeated one from a cache).
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        Ok(self.embed_batch(&[text])?.remove(0))
+    }
 }
 
 /// Scales to unit length (mean pooling's 1/n cancels out here).

@@ -13,6 +13,9 @@ use crate::error::{Error, Result};
 /// BERT's learned position table: nothing longer fits.
 pub const MAX_TOKENS: usize = 512;
 
+/// The most texts in one model run.
+const BATCH: usize = 16;
+
 type Plan = Arc<TypedRunnableModel>;
 
 pub struct Embedder {
@@ -317,11 +320,17 @@ impl super::TextEmbedder for Embedder {
             texts.iter().enumerate().map(|(i, t)| Ok((self.token_count(t)?, i))).collect::<Result<_>>()?;
         order.sort_unstable();
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(16) {
+        let mut rest = &order[..];
+        while let Some(&(shortest, _)) = rest.first() {
+            // A batch ends where padding would cost more than batching saves.
+            let n =
+                rest.iter().take(BATCH).take_while(|&&(tokens, _)| tokens <= shortest * 5 / 4 + 2).count();
+            let (chunk, tail) = rest.split_at(n);
             let batch: Vec<&str> = chunk.iter().map(|&(_, i)| texts[i]).collect();
             for (&(_, i), v) in chunk.iter().zip(Embedder::embed_batch(self, &batch)?) {
                 out[i] = v;
             }
+            rest = tail;
         }
         Ok(out)
     }
