@@ -248,8 +248,8 @@ pub struct RecallSettings {
     /// The prompt block leaves out a memory with no evidence of relevance: no query word in it
     /// and a cosine similarity to the query below this (recall's items still list it, marked).
     pub prompt_min_relevance: f32,
-    /// Query embeddings kept per engine, most recently used first (agent loops repeat their
-    /// queries); 0 embeds every query.
+    /// Query embeddings an engine keeps, per bank and query text, the least recently used
+    /// dropped first (agent loops repeat their queries); 0 embeds every query.
     pub query_cache: u32,
 }
 
@@ -623,9 +623,10 @@ impl Settings {
             unit(field, v)?;
         }
         unit("recall.prompt_min_relevance", r.prompt_min_relevance)?;
-        // Each entry holds a vector (1.5 KB at 384 dimensions) inside the instance's memory cap.
-        if r.query_cache > 65_536 {
-            return Err(FieldError::new("settings.recall.query_cache", "must be at most 65536"));
+        // An entry holds a vector (1.5 KB at 384 dimensions) and its query (up to
+        // limits.max_query_bytes) inside the instance's memory cap.
+        if r.query_cache > 4096 {
+            return Err(FieldError::new("settings.recall.query_cache", "must be at most 4096"));
         }
         if self.audit.unused_after == 0 {
             return Err(FieldError::new("settings.audit.unused_after", "must be at least 1"));

@@ -367,7 +367,8 @@ def main() -> None:
     ap.add_argument(
         "--threads",
         type=int,
-        default=len(os.sched_getaffinity(0)),
+        # sched_getaffinity is Linux's (it honours CPU pinning); cpu_count elsewhere.
+        default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
         help="onnxruntime intra-op threads (default: every core this process may use)",
     )
     args = ap.parse_args()

@@ -419,10 +419,16 @@ fn size_bench(
 }
 
 pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &BenchArgs) -> CliResult<()> {
-    let cached = settings.clone();
+    let size_list = hindsight::split_list(&args.sizes)
+        .into_iter()
+        .map(|size| {
+            size.parse().map_err(|_| CliError::field("sizes", format!("{size:?} is not a whole number")))
+        })
+        .collect::<CliResult<Vec<usize>>>()?;
+    let with_query_cache = settings.clone();
     let settings = bench_settings(settings.clone());
     let dir = tempfile::tempdir().map_err(io)?;
-    let hs = builder.with_settings(cached).sqlite(dir.path().join("bench.db")).open()?;
+    let hs = builder.with_settings(with_query_cache).sqlite(dir.path().join("bench.db")).open()?;
     let models_dir = g.models.clone().unwrap_or_else(hindsight::Models::default_dir);
     let models = hindsight::Models::from_dir(&models_dir)?;
     let native = Native::load(&models)?;
@@ -447,12 +453,6 @@ pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &
         true => Some(text_bench(g, &settings, &texts, &queries, args.runs)?),
         false => None,
     };
-    let size_list = hindsight::split_list(&args.sizes)
-        .into_iter()
-        .map(|size| {
-            size.parse().map_err(|_| CliError::field("sizes", format!("{size:?} is not a whole number")))
-        })
-        .collect::<CliResult<Vec<usize>>>()?;
     let mut sizes = Vec::new();
     for &size in &size_list {
         let mut row = size_bench(g, &settings, &base, &queries, size, args.runs)?;
@@ -476,8 +476,10 @@ pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &
     ours["embed_short_ms"] = embed["short"]["component_ms"].clone();
     ours["sizes"] = json!(sizes);
     if args.peer.is_none() {
-        if g.json {
-            println!("{}", json!({"texts": ours}));
+        let texts = json!({"texts": ours});
+        match g.json {
+            true => println!("{texts}"),
+            false => println!("{}", serde_json::to_string_pretty(&texts).expect("json")),
         }
         return Ok(());
     }

@@ -38,6 +38,8 @@ fn write_lines(path: &Path, lines: impl Iterator<Item = Value>) -> CliResult<()>
 
 /// Runs Chroma's side and returns its JSON report.
 pub fn chroma(models: &Path, inputs: &Inputs) -> CliResult<Value> {
+    // The script runs in the temporary directory: a relative path would point elsewhere there.
+    let models = models.canonicalize().map_err(io("the models directory"))?;
     let dir = tempfile::tempdir().map_err(io("temporary directory"))?;
     let d = dir.path();
     std::fs::write(d.join("setup.sh"), SETUP).map_err(io("writing setup.sh"))?;
@@ -64,11 +66,14 @@ pub fn chroma(models: &Path, inputs: &Inputs) -> CliResult<Value> {
         return Err(CliError::new("config", "setting up the Chroma peer's venv failed (see above)"));
     }
     let python = String::from_utf8_lossy(&setup.stdout).lines().last().unwrap_or_default().trim().to_string();
+    if python.is_empty() {
+        return Err(CliError::new("config", "setup.sh named no Python interpreter"));
+    }
     let sizes = inputs.sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
     let run = Command::new(&python)
         .arg(d.join("chroma_peer.py"))
         .arg("--models")
-        .arg(models)
+        .arg(&models)
         .args(["--texts", "texts.jsonl", "--queries", "queries.jsonl"])
         .args(["--vectors", "vectors.f32", "--vector-texts", "vector-texts.jsonl"])
         .args(["--sizes", &sizes, "--runs", &inputs.runs.to_string()])

@@ -125,6 +125,12 @@ impl FileRetain {
     /// Retains the pending batch. An invalid item is named by the engine (its index in the
     /// batch): that line is reported and dropped, and the rest retried.
     fn flush(&mut self) -> CliResult<()> {
+        // Embedded once, across the workers: a retry after a refused line keeps the vectors.
+        let mut items: Vec<Memory> = self.pending.iter().map(|(_, m)| m.clone()).collect();
+        self.bank.embed_missing(&mut items)?;
+        for ((_, pending), item) in self.pending.iter_mut().zip(items) {
+            *pending = item;
+        }
         while !self.pending.is_empty() {
             let items: Vec<Memory> = self.pending.iter().map(|(_, m)| m.clone()).collect();
             match self.bank.retain(items) {

@@ -74,7 +74,7 @@ impl Bank {
                 m
             })
             .collect();
-        self.embed_on_every_worker(&mut items)?;
+        self.embed_missing(&mut items)?;
         let items: Vec<wit::types::NewMemory> = items.into_iter().map(Into::into).collect();
         let now = self.now;
         let outcomes = self.call(Right::Write, move |w, bank| {
@@ -83,11 +83,22 @@ impl Bank {
         Ok(outcomes.into_iter().map(Into::into).collect())
     }
 
-    /// Many items that bring no vector are embedded across the workers before the bank's own
-    /// worker takes them: the model run is most of a retain, and the bank's worker alone would
-    /// use one core. The engine embeds the trimmed content, and so does this.
-    fn embed_on_every_worker(&self, items: &mut [Memory]) -> Result<()> {
-        let missing: Vec<usize> = (0..items.len()).filter(|&i| items[i].vector.is_none()).collect();
+    /// Embeds, across the workers, the items that bring no vector, when there are enough to
+    /// share out (16 or more) — what [`Bank::retain`] does itself. A caller that may retry a
+    /// batch (dropping an item the engine refused) calls it first so the retry does not embed
+    /// the batch again. Items the engine would refuse (empty or too long content, more items
+    /// than one call takes) are left to it, so it names them as before.
+    pub fn embed_missing(&self, items: &mut [Memory]) -> Result<()> {
+        let limits = &self.hs.limits;
+        if items.len() > limits.max_items_per_retain {
+            return Ok(());
+        }
+        let missing: Vec<usize> = (0..items.len())
+            .filter(|&i| {
+                let content = items[i].content.trim();
+                items[i].vector.is_none() && !content.is_empty() && content.len() <= limits.max_content_bytes
+            })
+            .collect();
         if missing.len() < crate::hindsight::SPREAD_MIN || self.hs.pool.len() == 1 {
             return Ok(());
         }
@@ -95,6 +106,7 @@ impl Bank {
         if let Some(principal) = &self.hs.principal {
             principal.check(Right::Write, &self.id)?;
         }
+        // The engine embeds the trimmed content: so does this.
         let texts: Vec<&str> = missing.iter().map(|&i| items[i].content.trim()).collect();
         let vectors = self.hs.embed(&texts)?;
         for (i, v) in missing.into_iter().zip(vectors) {

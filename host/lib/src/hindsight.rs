@@ -38,6 +38,8 @@ pub struct Hindsight {
     pub(crate) principal: Option<Arc<Principal>>,
     /// `spaces.shared_bank`: where distilled lessons marked for sharing go.
     pub(crate) shared_bank: Arc<str>,
+    /// The engine's input limits: what is embedded ahead of a retain must be what it accepts.
+    pub(crate) limits: Arc<hindsight_types::settings::Limits>,
 }
 
 impl std::fmt::Debug for Hindsight {
@@ -53,8 +55,10 @@ const ENGINE_KEY: &str = "";
 /// workers: below it, starting a second instance (~0.5 s) costs more than it saves.
 pub(crate) const SPREAD_MIN: usize = 16;
 
-/// The most texts in one job of a spread embedding.
-const SPREAD_CHUNK: usize = 16;
+/// Texts in one job of a spread embedding: enough to batch a model run (the engine's batch is
+/// 16), few enough to share out.
+const SPREAD_CHUNK_MIN: usize = 4;
+const SPREAD_CHUNK_MAX: usize = 16;
 
 impl Hindsight {
     /// Options for a new `Hindsight`.
@@ -139,32 +143,47 @@ impl Hindsight {
     /// texts are shared out among the workers, so they embed on every core.
     pub fn embed<S: AsRef<str>>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>> {
         let texts: Vec<String> = texts.iter().map(|t| t.as_ref().to_string()).collect();
-        let workers = self.pool.len();
+        // More instances than cores would only take turns (and each holds the model).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let workers = self.pool.len().min(cores);
         if texts.len() < SPREAD_MIN || workers == 1 {
             return self.pool.call(ENGINE_KEY, move |w| w.with_engine(|e, s, h| e.call_embed(s, h, &texts)));
         }
         // A model run pads its texts to the longest: chunks of similar length, shortest first,
-        // dealt in turn so every worker gets long and short ones. Chunks queue behind whatever
-        // each worker is doing; a call for another bank waits for at most one chunk.
+        // dealt in turn. At most two chunks wait on a worker at a time, so a call for another
+        // bank on that worker waits for two chunks at most, not the whole batch.
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
-        let chunk = texts.len().div_ceil(2 * workers).min(SPREAD_CHUNK);
-        let jobs = order
-            .chunks(chunk)
-            .enumerate()
-            .map(|(n, ix)| {
-                let chunk: Vec<String> = ix.iter().map(|&i| texts[i].clone()).collect();
-                let job = self
-                    .pool
-                    .submit_on(n % workers, move |w| w.with_engine(|e, s, h| e.call_embed(s, h, &chunk)));
-                Ok((ix, job?))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let chunk = texts.len().div_ceil(2 * workers).clamp(SPREAD_CHUNK_MIN, SPREAD_CHUNK_MAX);
         let mut vectors = vec![Vec::new(); texts.len()];
-        for (ix, job) in jobs {
-            for (&i, v) in ix.iter().zip(job.wait()?) {
+        let mut in_flight = std::collections::VecDeque::new();
+        let mut place = |ix: &[usize], job: crate::pool::Pending<Vec<Vec<f32>>>| -> Result<()> {
+            let answer = job.wait()?;
+            if answer.len() != ix.len() {
+                return Err(Error::Trap(format!(
+                    "embed returned {} vectors for {} texts",
+                    answer.len(),
+                    ix.len()
+                )));
+            }
+            for (&i, v) in ix.iter().zip(answer) {
                 vectors[i] = v;
             }
+            Ok(())
+        };
+        for (n, ix) in order.chunks(chunk).enumerate() {
+            if in_flight.len() == 2 * workers {
+                let (done, job) = in_flight.pop_front().expect("in flight");
+                place(done, job)?;
+            }
+            let batch: Vec<String> = ix.iter().map(|&i| texts[i].clone()).collect();
+            let job = self
+                .pool
+                .submit_on(n % workers, move |w| w.with_engine(|e, s, h| e.call_embed(s, h, &batch)))?;
+            in_flight.push_back((ix, job));
+        }
+        for (ix, job) in in_flight {
+            place(ix, job)?;
         }
         Ok(vectors)
     }
@@ -462,6 +481,7 @@ impl Builder {
         };
         let llm = llm.map(|llm| Arc::new(Metered { llm, store: store.clone() }) as Arc<dyn Llm>);
         let shared_bank: Arc<str> = self.settings.spaces.shared_bank.as_str().into();
+        let limits = Arc::new(self.settings.limits.clone());
         let runtime = Runtime::new(RuntimeConfig {
             store,
             llm,
@@ -473,6 +493,11 @@ impl Builder {
             component: self.component,
             cache_dir: self.cache_dir,
         })?;
-        Ok(Hindsight { pool: Arc::new(Pool::new(Arc::new(runtime), workers)), principal: None, shared_bank })
+        Ok(Hindsight {
+            pool: Arc::new(Pool::new(Arc::new(runtime), workers)),
+            principal: None,
+            shared_bank,
+            limits,
+        })
     }
 }

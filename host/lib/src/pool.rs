@@ -175,6 +175,17 @@ mod tests {
         let hit = bank.recall(Query::new("unrelated words").vector(vector).k(1)).unwrap();
         assert_eq!(hit.items[0].memory.content, texts[17]);
 
+        // An item the engine refuses is still named by its index, and nothing is stored.
+        let mut bad: Vec<Memory> =
+            texts.iter().take(20).map(|t| Memory::new(format!("again: {t}"))).collect();
+        bad[13] = Memory::new("   ");
+        let refused = bank.retain(bad).unwrap_err();
+        assert!(
+            matches!(&refused, Error::InvalidInput { item: Some(13), field, .. } if field == "content"),
+            "{refused:?}"
+        );
+        assert_eq!(bank.stats().unwrap().active, 40);
+
         // Below the threshold, one worker does it all.
         let few = Hindsight::builder().memory().no_llm().workers(2).open().unwrap();
         few.bank("b").unwrap().retain(texts.iter().take(3).map(|t| Memory::new(t.clone()))).unwrap();

@@ -176,7 +176,7 @@ pub fn recall_across(banks: &mut [&mut Bank], q: RecallQuery) -> Result<RecallRe
     let settings = first.settings.clone();
     let query_vector = match q.vector.clone() {
         Some(v) => checked_vector(v, first.embedder.dimension())?,
-        None => first.embedder.embed_query(query)?,
+        None => first.embedder.embed_query(&first.id, query)?,
     };
     let pool = (k * settings.recall.candidate_factor).max(50) as usize;
     let mut evidence: Vec<(usize, u32, Evidence)> = Vec::new();

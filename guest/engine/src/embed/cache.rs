@@ -1,5 +1,6 @@
-//! Query embeddings remembered by text: an agent loop asks the same few questions again and
-//! again, and the model run is most of a recall's time.
+//! Query embeddings remembered by bank and text: an agent loop asks the same few questions
+//! again and again, and the model run is most of a recall's time. Entries are per bank, so one
+//! tenant's recall cannot tell from its speed what another tenant asked.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -18,7 +19,8 @@ pub struct QueryCached<E> {
 
 #[derive(Default)]
 struct Entries {
-    by_text: HashMap<String, (Vec<f32>, u64)>,
+    /// (bank, query text) → vector and last use.
+    by_query: HashMap<(String, String), (Vec<f32>, u64)>,
     /// Bumped on every use; an entry's stamp says when it was last used.
     clock: u64,
 }
@@ -42,30 +44,32 @@ impl<E: TextEmbedder> TextEmbedder for QueryCached<E> {
         self.inner.embed_batch(texts)
     }
 
-    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+    fn embed_query(&self, bank: &str, text: &str) -> Result<Vec<f32>> {
         if self.capacity == 0 {
-            return self.inner.embed_query(text);
+            return self.inner.embed_query(bank, text);
         }
+        let key = (bank.to_string(), text.to_string());
         {
             let mut e = self.entries.borrow_mut();
             e.clock += 1;
             let clock = e.clock;
-            if let Some((vector, used)) = e.by_text.get_mut(text) {
+            if let Some((vector, used)) = e.by_query.get_mut(&key) {
                 *used = clock;
                 return Ok(vector.clone());
             }
         }
-        let vector = self.inner.embed_query(text)?;
+        // No borrow is held across the model run.
+        let vector = self.inner.embed_query(bank, text)?;
         let mut e = self.entries.borrow_mut();
-        if e.by_text.len() >= self.capacity {
+        if e.by_query.len() >= self.capacity {
             // A linear scan: the cache is small next to one model run.
-            if let Some(oldest) = e.by_text.iter().min_by_key(|(_, (_, used))| *used).map(|(t, _)| t.clone())
+            if let Some(oldest) = e.by_query.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone())
             {
-                e.by_text.remove(&oldest);
+                e.by_query.remove(&oldest);
             }
         }
         let clock = e.clock;
-        e.by_text.insert(text.to_string(), (vector.clone(), clock));
+        e.by_query.insert(key, (vector.clone(), clock));
         Ok(vector)
     }
 }
@@ -96,27 +100,30 @@ mod tests {
     fn a_repeated_query_is_not_embedded_again_and_the_least_recently_used_goes_first() {
         let cached = QueryCached::new(Counting(Cell::new(0)), 2);
         let runs = || cached.inner.0.get();
-        assert_eq!(cached.embed_query("alpha").unwrap(), vec![5.0, 97.0]);
-        assert_eq!(cached.embed_query("alpha").unwrap(), vec![5.0, 97.0]);
+        assert_eq!(cached.embed_query("b", "alpha").unwrap(), vec![5.0, 97.0]);
+        assert_eq!(cached.embed_query("b", "alpha").unwrap(), vec![5.0, 97.0]);
         assert_eq!(runs(), 1);
-        cached.embed_query("beta").unwrap();
-        cached.embed_query("alpha").unwrap(); // alpha is now the more recent
-        cached.embed_query("gamma").unwrap(); // full: beta goes
+        cached.embed_query("b", "beta").unwrap();
+        cached.embed_query("b", "alpha").unwrap(); // alpha is now the more recent
+        cached.embed_query("b", "gamma").unwrap(); // full: beta goes
         assert_eq!(runs(), 3);
-        cached.embed_query("alpha").unwrap();
+        cached.embed_query("b", "alpha").unwrap();
         assert_eq!(runs(), 3, "alpha stayed");
-        cached.embed_query("beta").unwrap();
+        cached.embed_query("b", "beta").unwrap();
         assert_eq!(runs(), 4, "beta was dropped");
+        // Another bank's identical query is its own entry.
+        cached.embed_query("c", "alpha").unwrap();
+        assert_eq!(runs(), 5, "not shared across banks");
         // Documents always run the model.
         cached.embed_batch(&["alpha"]).unwrap();
-        assert_eq!(runs(), 5);
+        assert_eq!(runs(), 6);
     }
 
     #[test]
     fn capacity_zero_embeds_every_query() {
         let cached = QueryCached::new(Counting(Cell::new(0)), 0);
-        cached.embed_query("alpha").unwrap();
-        cached.embed_query("alpha").unwrap();
+        cached.embed_query("b", "alpha").unwrap();
+        cached.embed_query("b", "alpha").unwrap();
         assert_eq!(cached.inner.0.get(), 2);
     }
 }

@@ -15,8 +15,10 @@ pub trait TextEmbedder {
     fn dimension(&self) -> usize;
     /// Unit-length vectors, one per text.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
-    /// A recall's query (an embedder may answer a repeated one from a cache).
-    fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+    /// A recall's query in bank `bank` (an embedder may answer a repeated one from a cache
+    /// kept per bank).
+    fn embed_query(&self, bank: &str, text: &str) -> Result<Vec<f32>> {
+        let _ = bank;
         Ok(self.embed_batch(&[text])?.remove(0))
     }
 }
