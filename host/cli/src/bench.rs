@@ -231,27 +231,38 @@ fn embed_latency(hs: &Hindsight, native: &Native, runs: usize) -> CliResult<Valu
     Ok(Value::Object(out))
 }
 
-/// Memories per second retained through the component with `workers` instances, embedding
-/// included (20-word texts, 32 per call, each call spread across the workers), into a fresh
-/// bank; the instances are started before the clock does.
-fn retain_throughput(g: &Global, settings: &Settings, n: usize, workers: usize) -> CliResult<f64> {
+/// A fresh bank holding `texts`, retained through the component 32 per call (each call's
+/// embedding spread across the workers) with `workers` instances (the library's default for
+/// `None`), started before the clock is; with the ingest rate in items per second. The
+/// directory holds the bank's database.
+fn timed_ingest(
+    g: &Global,
+    settings: &Settings,
+    workers: Option<usize>,
+    texts: &[String],
+) -> CliResult<(tempfile::TempDir, hindsight::Bank, f64)> {
     let dir = tempfile::tempdir().map_err(io)?;
-    let hs = crate::builder(g, Some(workers))?
+    let hs = crate::builder(g, workers)?
         .with_settings(settings.clone())
-        .sqlite(dir.path().join("retain.db"))
+        .sqlite(dir.path().join("ingest.db"))
         .open()?;
     hs.warm_up()?;
-    let texts = corpus_texts(n);
-    let bank = hs.bank("bench-retain")?;
+    let bank = hs.bank("bench-ingest")?;
     let start = Instant::now();
     for chunk in texts.chunks(32) {
         bank.retain(chunk.iter().map(|t| Memory::new(t.clone())))?;
     }
-    Ok(n as f64 / start.elapsed().as_secs_f64())
+    let per_s = texts.len() as f64 / start.elapsed().as_secs_f64();
+    Ok((dir, bank, per_s))
 }
 
-/// On `texts`: ingest with embedding (32 per call, through the write path, embedding on every
-/// worker) into a fresh bank, then recall p50 with the query embedded each time.
+/// Memories per second retained with `workers` instances, embedding included (20-word texts).
+fn retain_throughput(g: &Global, settings: &Settings, n: usize, workers: usize) -> CliResult<f64> {
+    Ok(timed_ingest(g, settings, Some(workers), &corpus_texts(n))?.2)
+}
+
+/// On `texts`: ingest with embedding (one instance per core) into a fresh bank, then recall p50
+/// with the query embedded each time.
 fn text_bench(
     g: &Global,
     settings: &Settings,
@@ -259,18 +270,7 @@ fn text_bench(
     queries: &[(String, Vec<f32>)],
     runs: usize,
 ) -> CliResult<Value> {
-    let dir = tempfile::tempdir().map_err(io)?;
-    let hs = crate::builder(g, None)?
-        .with_settings(settings.clone())
-        .sqlite(dir.path().join("texts.db"))
-        .open()?;
-    hs.warm_up()?;
-    let bank = hs.bank("bench-texts")?;
-    let start = Instant::now();
-    for chunk in texts.chunks(32) {
-        bank.retain(chunk.iter().map(|t| Memory::new(t.clone())))?;
-    }
-    let ingest_per_s = texts.len() as f64 / start.elapsed().as_secs_f64();
+    let (_dir, bank, ingest_per_s) = timed_ingest(g, settings, None, texts)?;
     for (text, _) in queries.iter().take(5) {
         bank.recall(query(text, None))?;
     }
@@ -477,10 +477,7 @@ pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &
     ours["sizes"] = json!(sizes);
     if args.peer.is_none() {
         let texts = json!({"texts": ours});
-        match g.json {
-            true => println!("{texts}"),
-            false => println!("{}", serde_json::to_string_pretty(&texts).expect("json")),
-        }
+        crate::print(g, &texts, || serde_json::to_string_pretty(&texts).expect("json"));
         return Ok(());
     }
     let corpus = derive_corpus(&base, size_list.iter().copied().max().unwrap_or(0), CORPUS_SEED);

@@ -99,7 +99,7 @@ impl Bank {
                 items[i].vector.is_none() && !content.is_empty() && content.len() <= limits.max_content_bytes
             })
             .collect();
-        if missing.len() < crate::hindsight::SPREAD_MIN || self.hs.pool.len() == 1 {
+        if missing.len() < crate::hindsight::SPREAD_MIN || self.hs.spread_workers() == 1 {
             return Ok(());
         }
         // Not a principal's embedding work on a bank it may not write.

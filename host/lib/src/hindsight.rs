@@ -143,9 +143,7 @@ impl Hindsight {
     /// texts are shared out among the workers, so they embed on every core.
     pub fn embed<S: AsRef<str>>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>> {
         let texts: Vec<String> = texts.iter().map(|t| t.as_ref().to_string()).collect();
-        // More instances than cores would only take turns (and each holds the model).
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let workers = self.pool.len().min(cores);
+        let workers = self.spread_workers();
         if texts.len() < SPREAD_MIN || workers == 1 {
             return self.pool.call(ENGINE_KEY, move |w| w.with_engine(|e, s, h| e.call_embed(s, h, &texts)));
         }
@@ -186,6 +184,13 @@ impl Hindsight {
             place(ix, job)?;
         }
         Ok(vectors)
+    }
+
+    /// How many workers a spread embedding uses: more instances than cores would only take
+    /// turns (and each holds the model).
+    pub(crate) fn spread_workers(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.pool.len().min(cores)
     }
 
     /// The embedding model's id, as recorded on every memory.
