@@ -29,7 +29,7 @@ pub mod invariants;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "component"))]
 mod wit_glue;
 
 pub use hindsight_types::settings;

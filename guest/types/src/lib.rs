@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 mod audit;
 pub mod defaults;
 mod error;
@@ -19,6 +20,7 @@ pub mod settings;
 pub mod store;
 pub mod time;
 
+pub use access::{Denied, Principal, Principals, Right, MIN_TOKEN_CHARS};
 pub use audit::{
     Audit, AuditItem, Cascaded, Correction, Explanation, ExportPage, ImportReport, ListPage, ListQuery,
     RecallHit, RecallLogEntry, UseRecord,

@@ -7,11 +7,11 @@ use hindsight_types::{
     Stats, Step, TaskEnd, TaskState, TaskUpdate, Timestamp,
 };
 
-use crate::access::Right;
 use crate::error::Result;
 use crate::hindsight::Hindsight;
 use crate::runtime::Worker;
 use crate::wit;
+use hindsight_types::Right;
 
 /// One bank of memories. A cheap handle: clone it, or ask [`Hindsight::bank`] again.
 ///

@@ -118,6 +118,12 @@ impl From<hindsight_types::FieldError> for Error {
     }
 }
 
+impl From<hindsight_types::Denied> for Error {
+    fn from(e: hindsight_types::Denied) -> Self {
+        Error::Denied(e.0)
+    }
+}
+
 impl From<hindsight_types::StoreError> for Error {
     fn from(e: hindsight_types::StoreError) -> Self {
         Error::Store(e.to_string())

@@ -8,7 +8,6 @@ use std::time::Duration;
 use hindsight_types::settings::Settings;
 use hindsight_types::{Llm, MemoryStore, Query, RecallResult, Store};
 
-use crate::access::{Principal, Right};
 use crate::bank::Bank;
 use crate::error::{Error, Result};
 use crate::models::Models;
@@ -16,6 +15,7 @@ use crate::pool::Pool;
 use crate::runtime::{Runtime, RuntimeConfig, Timings};
 use crate::usage::{self, LlmUsage, Metered};
 use crate::wit;
+use hindsight_types::{Principal, Right};
 
 /// The most workers (instances) one `Hindsight` runs: each holds the model, ~160 MiB.
 pub const MAX_WORKERS: usize = 16;

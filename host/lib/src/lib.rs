@@ -41,7 +41,6 @@
 
 #![warn(missing_docs)]
 
-mod access;
 mod bank;
 mod error;
 mod hindsight;
@@ -59,7 +58,6 @@ mod sqlite;
 mod usage;
 mod wit;
 
-pub use access::{Principal, Principals, Right, MIN_TOKEN_CHARS};
 pub use bank::{Bank, Task};
 pub use error::{Error, Result};
 pub use hindsight::{Builder, Hindsight, DEFAULT_DEADLINE, DEFAULT_MEMORY_LIMIT, MAX_WORKERS};
@@ -67,13 +65,13 @@ pub use hindsight_types::defaults;
 pub use hindsight_types::settings::{self, Settings};
 pub use hindsight_types::time::{self, Timestamp};
 pub use hindsight_types::{
-    split_list, Audit, AuditItem, Cascaded, Correction, DistillMethod, Distilled, EndTask, Explanation,
-    FailureType, FeedbackOutcome, FieldError, HistoryEntry, HistoryEvent, ImportReport, Kind, ListOrder,
-    ListPage, ListQuery, Llm, LlmError, LlmOperation, LlmRequest, LlmResponse, MaintainAction,
-    MaintainReport, MaintainStep, Memory, MemoryRecord, MemoryStore, Named, NewTask, Op, Outcome, Query,
-    RecallHit, RecallLogEntry, RecallResult, Recalled, RetainAction, RetainOutcome, Scope, ScopeLevel, Score,
-    Source, Stats, Status, Step, StepKind, Store, StoreError, TaskEnd, TaskState, TaskUpdate, ToolCall,
-    UseEvent, UseRecord, FORMAT_VERSION,
+    split_list, Audit, AuditItem, Cascaded, Correction, Denied, DistillMethod, Distilled, EndTask,
+    Explanation, FailureType, FeedbackOutcome, FieldError, HistoryEntry, HistoryEvent, ImportReport, Kind,
+    ListOrder, ListPage, ListQuery, Llm, LlmError, LlmOperation, LlmRequest, LlmResponse, MaintainAction,
+    MaintainReport, MaintainStep, Memory, MemoryRecord, MemoryStore, Named, NewTask, Op, Outcome, Principal,
+    Principals, Query, RecallHit, RecallLogEntry, RecallResult, Recalled, RetainAction, RetainOutcome, Right,
+    Scope, ScopeLevel, Score, Source, Stats, Status, Step, StepKind, Store, StoreError, TaskEnd, TaskState,
+    TaskUpdate, ToolCall, UseEvent, UseRecord, FORMAT_VERSION, MIN_TOKEN_CHARS,
 };
 pub use models::Models;
 #[cfg(feature = "openai")]

@@ -32,7 +32,7 @@ impl Auth {
     pub fn new(file: Option<PathBuf>, addr: SocketAddr) -> CliResult<Auth> {
         match file {
             Some(path) => {
-                let principals = Principals::load(&path)?;
+                let principals = load(&path)?;
                 if principals.is_empty() {
                     return Err(CliError::field("auth", format!("{} lists no principals", path.display())));
                 }
@@ -76,7 +76,7 @@ impl Auth {
             let Ok(mut hangups) = signal(SignalKind::hangup()) else { return };
             tokio::spawn(async move {
                 while hangups.recv().await.is_some() {
-                    match Principals::load(&path) {
+                    match load(&path) {
                         Ok(fresh) if !fresh.is_empty() => {
                             let n = fresh.len();
                             *principals.write().unwrap_or_else(|p| p.into_inner()) = fresh;
@@ -92,6 +92,15 @@ impl Auth {
             });
         }
     }
+}
+
+/// Reads a principals file; an error names the file and the field.
+fn load(path: &std::path::Path) -> hindsight::Result<Principals> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| hindsight::Error::Config(format!("--auth {}: {e}", path.display())))?;
+    Principals::from_json(&text).map_err(|e| {
+        hindsight::Error::Config(format!("--auth {}: {}: {}", path.display(), e.field, e.message))
+    })
 }
 
 /// Lets a request through when the server has no auth file, or when its bearer token belongs

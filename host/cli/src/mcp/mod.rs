@@ -3,22 +3,25 @@
 //! its own instance); an engine error or a bad argument comes back as a tool error naming the
 //! field, which the calling model can read and act on.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use hindsight::{
-    Bank, EndTask, FeedbackOutcome, Hindsight, Kind, Memory, Named, Outcome, Query, Scope, Step, StepKind,
-};
+use hindsight::{Bank, EndTask, FeedbackOutcome, Hindsight, Named, Outcome, Step, StepKind};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{tool, tool_handler, tool_router, RoleServer, ServerHandler, ServiceExt};
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{json, Value};
+
+use hindsight_mcp::{describe, list_query, summary, INSTRUCTIONS};
+pub use hindsight_mcp::{
+    BankArgs, CorrectArgs, FeedbackArgs, ForgetArgs, HistoryArgs, ListArgs, NoArgs, SearchArgs, ShareArgs,
+    SummarizeArgs, TaskDeleteArgs, WriteArgs,
+};
 
 use crate::error::{CliError, CliResult};
 
@@ -29,14 +32,6 @@ mod panel;
 mod stdio;
 
 pub use auth::Auth;
-
-const INSTRUCTIONS: &str = "Long-term memory across tasks. Before a task, call memory_search with \
-what you are about to do and put the returned `prompt` block in your context. While or after \
-working, memory_write what is worth keeping: what worked, what failed and why, the user's \
-constraints and preferences — one self-contained statement each. memory_summarize ends a task \
-(or takes a whole trajectory) and keeps its lessons; memory_feedback says whether recalled \
-memories helped; memory_forget removes one; memory_history shows what replaced what, and \
-memory_unsupersede undoes a wrong replacement.";
 
 /// Tool arguments, parsed inside the call so that a wrong argument is a tool error naming the
 /// field (which the model can correct) rather than a protocol error. The raw value is kept.
@@ -64,278 +59,6 @@ impl<T: JsonSchema> JsonSchema for Args<T> {
     }
 }
 
-fn one_of<T: Named>() -> Schema {
-    let names: Vec<&str> = T::ALL.iter().map(|v| v.as_str()).collect();
-    json_schema!({"type": "string", "enum": names})
-}
-fn kind_schema(_: &mut SchemaGenerator) -> Schema {
-    one_of::<Kind>()
-}
-fn kinds_schema(_: &mut SchemaGenerator) -> Schema {
-    let names: Vec<&str> = Kind::ALL.iter().map(|v| v.as_str()).collect();
-    json_schema!({"type": "array", "items": {"type": "string", "enum": names}})
-}
-fn source_schema(_: &mut SchemaGenerator) -> Schema {
-    one_of::<hindsight::Source>()
-}
-fn scope_schema(_: &mut SchemaGenerator) -> Schema {
-    one_of::<hindsight::ScopeLevel>()
-}
-fn failure_type_schema(_: &mut SchemaGenerator) -> Schema {
-    one_of::<hindsight::FailureType>()
-}
-fn feedback_schema(_: &mut SchemaGenerator) -> Schema {
-    let mut names: Vec<&str> = FeedbackOutcome::ALL.iter().map(|v| v.as_str()).collect();
-    names.push("used");
-    json_schema!({"type": "string", "enum": names})
-}
-fn task_outcome_schema(_: &mut SchemaGenerator) -> Schema {
-    one_of::<Outcome>()
-}
-fn step_kind_schema(_: &mut SchemaGenerator) -> Schema {
-    one_of::<StepKind>()
-}
-
-/// The schema of `memory_write`'s arguments; they are read by `Memory::from_json` (one home for
-/// an item's fields), so these fields are only described, never read.
-#[allow(dead_code)]
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WriteArgs {
-    /// The memory: one self-contained statement another task can act on, e.g. "pandas.read_csv
-    /// needs encoding='utf-8-sig' for the vendor's CSV export (headers were garbled otherwise)".
-    pub content: String,
-    /// episodic: something that happened (the default); semantic: a fact, constraint or
-    /// preference; procedural: how to do something.
-    #[serde(default)]
-    #[schemars(schema_with = "kind_schema")]
-    pub kind: Option<String>,
-    /// 0 to 1: how much it matters for future tasks. Low-importance text may be filtered out.
-    pub importance: Option<f64>,
-    /// 0 to 1: how sure this is.
-    pub confidence: Option<f64>,
-    /// Where it came from: user-explicit (the user said so), user-feedback, agent-inference,
-    /// tool-result, imported.
-    #[serde(default)]
-    #[schemars(schema_with = "source_schema")]
-    pub source: Option<String>,
-    /// The kind of task it applies to, e.g. "data-cleaning"; search favours the same task type.
-    pub task_type: Option<String>,
-    /// The task it came from, in a sentence.
-    pub task_description: Option<String>,
-    /// Free-form labels; search can require them.
-    pub tags: Option<Vec<String>>,
-    /// global (the default), project or session.
-    #[serde(default)]
-    #[schemars(schema_with = "scope_schema")]
-    pub scope: Option<String>,
-    /// Which project or session, with scope project or session.
-    pub scope_id: Option<String>,
-    /// String key-value pairs kept with the memory.
-    pub metadata: Option<BTreeMap<String, String>>,
-    /// For a failure: transient (may work on a retry) or permanent.
-    #[serde(default)]
-    #[schemars(schema_with = "failure_type_schema")]
-    pub failure_type: Option<String>,
-    /// When it happened (ISO 8601); default now.
-    pub occurred_at: Option<String>,
-    /// After this (ISO 8601) it is no longer recalled.
-    pub valid_until: Option<String>,
-    /// The agent writing it.
-    pub agent_id: Option<String>,
-    /// Store exactly as given: skip the write filter, duplicate, merge and conflict checks.
-    pub force: Option<bool>,
-    /// Valid beside any memory it contradicts: both are kept and flagged as conflicting.
-    pub parallel: Option<bool>,
-    /// The memory bank (tenant); default: the server's --bank.
-    pub bank: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SearchArgs {
-    /// What you are about to do or want to know, in plain words.
-    pub query: String,
-    /// Search several banks at once, ranked together, private first (e.g. ["agent:coder",
-    /// "shared"]); each item names its bank. Instead of `bank`.
-    pub banks: Option<Vec<String>>,
-    /// How many memories to return (default: the server's recall.default_k, 5).
-    pub k: Option<u32>,
-    /// Only these kinds.
-    #[serde(default)]
-    #[schemars(schema_with = "kinds_schema")]
-    pub kinds: Option<Vec<String>>,
-    /// The current task's type: memories of the same type score higher.
-    pub task_type: Option<String>,
-    /// Only memories carrying all these tags.
-    pub tags: Option<Vec<String>>,
-    /// Only this scope: global, project or session.
-    #[serde(default)]
-    #[schemars(schema_with = "scope_schema")]
-    pub scope: Option<String>,
-    /// Which project or session, with scope.
-    pub scope_id: Option<String>,
-    /// Also return memories that newer ones replaced.
-    pub include_superseded: Option<bool>,
-    /// The task you are working on (from memory_summarize's task or `hindsight task begin`): the
-    /// prompt's [m1]-style handles are the task's; cite the ones you rely on in your answer.
-    pub task_id: Option<String>,
-    /// "Now" for recency (ISO 8601), when replaying something that happened at another time;
-    /// default: the wall clock.
-    pub now: Option<String>,
-    /// The memory bank (tenant); default: the server's --bank.
-    pub bank: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TaskDeleteArgs {
-    /// The task's id: its record (steps, facts, notes) is erased for good.
-    pub task_id: String,
-    /// The memory bank (tenant); default: the server's --bank.
-    pub bank: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StepArgs {
-    /// thought, tool-call, tool-result, user-message or answer.
-    #[serde(rename = "type")]
-    #[schemars(schema_with = "step_kind_schema")]
-    pub kind: String,
-    /// What was thought, called, returned, said or answered.
-    pub text: String,
-    /// The tool, for tool-call and tool-result.
-    pub tool: Option<String>,
-    /// A tool result that is an error.
-    pub error: Option<bool>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SummarizeArgs {
-    /// End this task (begun with `hindsight task begin`); or leave it out and pass `goal` and
-    /// `steps`.
-    pub task_id: Option<String>,
-    /// How the task ended: success, failure or interrupted.
-    #[schemars(schema_with = "task_outcome_schema")]
-    pub outcome: String,
-    /// What happened at the end, in a sentence (e.g. the error that stopped it).
-    pub detail: Option<String>,
-    /// For a trajectory: what the task set out to do.
-    pub goal: Option<String>,
-    /// For a trajectory: the kind of task, e.g. "data-cleaning".
-    pub task_type: Option<String>,
-    /// For a trajectory: the steps in order.
-    pub steps: Option<Vec<StepArgs>>,
-    /// For a trajectory: facts that were confirmed along the way.
-    pub facts: Option<Vec<String>>,
-    /// Distil even a short or uneventful task.
-    pub force: Option<bool>,
-    /// The memory bank (tenant); default: the server's --bank.
-    pub bank: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ForgetArgs {
-    /// The memory's id.
-    pub id: String,
-    /// false (the default): soft — archived, no longer recalled, restorable; true: hard — erased
-    /// from the store for good.
-    pub hard: Option<bool>,
-    /// The memory bank (tenant); default: the server's --bank.
-    pub bank: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FeedbackArgs {
-    /// The ids of the recalled memories this is about.
-    pub ids: Vec<String>,
-    /// success (following them worked: confidence up), failure (confidence down), correction
-    /// (the user corrected them: confidence halved), or used (you relied on them: counted as
-    /// cited, confidence unchanged).
-    #[schemars(schema_with = "feedback_schema")]
-    pub outcome: String,
-    /// With outcome used: the task they were used in.
-    pub task_id: Option<String>,
-    /// The memory bank (tenant); default: the server's --bank.
-    pub bank: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HistoryArgs {
-    /// The memory's id.
-    pub id: String,
-    /// The memory bank (tenant); default: the server's --bank.
-    pub bank: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ShareArgs {
-    /// The memory to copy.
-    pub id: String,
-    /// The bank to copy it into, e.g. "shared".
-    pub to: String,
-    /// The bank it is in; default: the server's --bank.
-    pub bank: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListArgs {
-    /// Only this kind.
-    #[serde(default)]
-    #[schemars(schema_with = "kind_schema")]
-    pub kind: Option<String>,
-    /// active (the default), superseded, merged, archived, or any.
-    pub status: Option<String>,
-    /// Only memories carrying this tag.
-    pub tag: Option<String>,
-    /// Only this task type.
-    pub task_type: Option<String>,
-    /// Only this source.
-    #[serde(default)]
-    #[schemars(schema_with = "source_schema")]
-    pub source: Option<String>,
-    /// Only memories whose content contains this text (case-insensitive).
-    pub text: Option<String>,
-    /// newest (the default) or most_recalled first.
-    pub order: Option<String>,
-    /// At most this many, 1 to 1000 (default 50).
-    pub limit: Option<u32>,
-    /// The previous page's next_cursor.
-    pub cursor: Option<String>,
-    /// The memory bank (tenant); default: the server's --bank.
-    pub bank: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CorrectArgs {
-    /// The memory that is wrong.
-    pub id: String,
-    /// What is true instead: it replaces the memory (source user-feedback), and similar memories
-    /// lose confidence.
-    pub text: String,
-    /// The memory bank (tenant); default: the server's --bank.
-    pub bank: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BankArgs {
-    /// The memory bank (tenant); default: the server's --bank.
-    pub bank: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NoArgs {}
-
 #[derive(Clone)]
 pub struct MemoryServer {
     hs: Hindsight,
@@ -357,21 +80,6 @@ macro_rules! parsed {
             Err(message) => return tool_error(message),
         }
     };
-}
-
-/// What `memory_summarize` answers: what became of the task's lessons, and the task in brief —
-/// never its whole step log, which can be large and was the caller's to begin with.
-fn summary(end: hindsight::TaskEnd) -> Value {
-    let t = &end.task;
-    json!({
-        "method": end.method,
-        "reason": end.reason,
-        "items": end.items,
-        "task": {
-            "id": t.id, "goal": t.goal, "outcome": t.outcome, "version": t.version,
-            "steps": t.steps.len(), "tool_calls": t.tool_calls.len(), "facts": t.confirmed_facts.len(),
-        },
-    })
 }
 
 /// A blocking call's value as the tool's structured result, or its error as a tool error.
@@ -427,57 +135,28 @@ impl MemoryServer {
 
 #[tool_router]
 impl MemoryServer {
-    #[tool(
-        description = "Keep a memory for future tasks: what worked, what failed and why, a user's constraint or preference. Returns what became of it: action created, reinforced (a duplicate), merged, superseded (it replaced an older memory that it contradicts) or filtered (not worth keeping), with the memory's id and the reason."
-    )]
+    #[tool(description = describe::MEMORY_WRITE)]
     async fn memory_write(
         &self,
         ctx: RequestContext<RoleServer>,
         Parameters(args): Parameters<Args<WriteArgs>>,
     ) -> CallToolResult {
-        let bank = match args.raw.get("bank") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(b)) => Some(b.clone()),
-            Some(other) => return tool_error(format!("bank: expected a string, got {other}")),
-        };
-        let mut fields = args.raw;
-        if let Some(map) = fields.as_object_mut() {
-            map.remove("bank");
-        }
-        let item = match Memory::from_json(&fields) {
-            Ok(item) => item,
-            Err(e) => return tool_error(format!("invalid input: {e}")),
+        let (bank, item) = match hindsight_mcp::write_item(&args.raw) {
+            Ok(parsed) => parsed,
+            Err(message) => return tool_error(message),
         };
         self.on_bank(&ctx, bank, move |b| Ok(b.retain([item])?.remove(0))).await
     }
 
-    #[tool(
-        description = "Recall the memories that matter for a task or question, best first, scored by meaning, keywords, recency, confidence and source. Returns `items` (each with id, content, kind, score breakdown, and flags for conflicting or possibly stale memories) and `prompt`, a block ready to put in your context."
-    )]
+    #[tool(description = describe::MEMORY_SEARCH)]
     async fn memory_search(
         &self,
         ctx: RequestContext<RoleServer>,
         Parameters(args): Parameters<Args<SearchArgs>>,
     ) -> CallToolResult {
         let a = parsed!(args);
-        let mut query = Query::new(a.query);
-        query.k = a.k;
-        query.task_type = a.task_type;
-        query.tags = a.tags.unwrap_or_default();
-        query.include_superseded = a.include_superseded.unwrap_or(false);
-        query.task_id = a.task_id;
-        for (i, k) in a.kinds.unwrap_or_default().iter().enumerate() {
-            match Kind::parse(&format!("kinds[{i}]"), k) {
-                Ok(kind) => query.kinds.push(kind),
-                Err(e) => return tool_error(format!("invalid input: {e}")),
-            }
-        }
-        query.scope = match Scope::parse("scope", a.scope.as_deref(), a.scope_id) {
-            Ok(scope) => scope,
-            Err(e) => return tool_error(format!("invalid input: {e}")),
-        };
-        query.now = match a.now.as_deref().map(|t| hindsight::time::parse_iso("now", t)).transpose() {
-            Ok(now) => now,
+        let query = match a.to_query() {
+            Ok(query) => query,
             Err(e) => return tool_error(format!("invalid input: {e}")),
         };
         match a.banks {
@@ -493,9 +172,7 @@ impl MemoryServer {
         }
     }
 
-    #[tool(
-        description = "End a task and keep its lessons (hindsight): give task_id and outcome, or pass a whole trajectory (goal, steps, outcome) to distil. Uses the host's language model when one is configured, rules otherwise. Returns the method, the reason, and each candidate memory with what became of it."
-    )]
+    #[tool(description = describe::MEMORY_SUMMARIZE)]
     async fn memory_summarize(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -554,9 +231,7 @@ impl MemoryServer {
         }
     }
 
-    #[tool(
-        description = "Forget a memory by id: soft (the default) archives it — no longer recalled, restorable; hard erases it from the store."
-    )]
+    #[tool(description = describe::MEMORY_FORGET)]
     async fn memory_forget(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -575,9 +250,7 @@ impl MemoryServer {
         .await
     }
 
-    #[tool(
-        description = "Say how recalled memories worked out: success (following them worked), failure (it did not) or correction (the user corrected them). Adjusts their confidence; returns the updated memories."
-    )]
+    #[tool(description = describe::MEMORY_FEEDBACK)]
     async fn memory_feedback(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -596,9 +269,7 @@ impl MemoryServer {
         self.on_bank(&ctx, a.bank, move |b| Ok(json!({"memories": b.feedback(a.ids, outcome)?}))).await
     }
 
-    #[tool(
-        description = "Erase a task's working memory (its steps, facts and notes) for good, e.g. when it holds a secret. Memories distilled from it stay (forget those with memory_forget)."
-    )]
+    #[tool(description = describe::MEMORY_TASK_DELETE)]
     async fn memory_task_delete(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -612,9 +283,7 @@ impl MemoryServer {
         .await
     }
 
-    #[tool(
-        description = "The history of a memory: the memories it replaced or absorbed and what replaced it, with times (event created, superseded, merged or archived)."
-    )]
+    #[tool(description = describe::MEMORY_HISTORY)]
     async fn memory_history(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -624,9 +293,7 @@ impl MemoryServer {
         self.on_bank(&ctx, a.bank, move |b| Ok(json!({"entries": b.history(&a.id)?}))).await
     }
 
-    #[tool(
-        description = "Share a memory: copy it into another bank (e.g. a shared space other agents recall from) through that bank's duplicate, update and conflict checks; the copy's metadata.shared_from names the bank and id it came from. Returns what became of the copy."
-    )]
+    #[tool(description = describe::MEMORY_SHARE)]
     async fn memory_share(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -636,9 +303,7 @@ impl MemoryServer {
         self.on_bank(&ctx, a.bank, move |b| b.share(&a.id, &a.to)).await
     }
 
-    #[tool(
-        description = "List a bank's memories by kind, status, tag, task type, source and a text filter, newest or most recalled first, a page at a time: returns items, next_cursor (pass it back as cursor for the next page) and total."
-    )]
+    #[tool(description = describe::MEMORY_LIST)]
     async fn memory_list(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -652,9 +317,7 @@ impl MemoryServer {
         self.on_bank(&ctx, a.bank, move |b| b.list(query)).await
     }
 
-    #[tool(
-        description = "One memory by id, whatever its status (active, superseded, merged or archived), with all its fields."
-    )]
+    #[tool(description = describe::MEMORY_GET)]
     async fn memory_get(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -664,9 +327,7 @@ impl MemoryServer {
         self.on_bank(&ctx, a.bank, move |b| b.get(&a.id)).await
     }
 
-    #[tool(
-        description = "Correct a wrong memory: the given text replaces it as a new memory (source user-feedback, high confidence) that supersedes it, and active memories close to the old content lose some confidence. Returns the new memory, the superseded id, and every memory whose confidence was lowered (cascade)."
-    )]
+    #[tool(description = describe::MEMORY_CORRECT)]
     async fn memory_correct(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -676,9 +337,7 @@ impl MemoryServer {
         self.on_bank(&ctx, a.bank, move |b| b.correct(&a.id, &a.text)).await
     }
 
-    #[tool(
-        description = "Explain a memory: where it came from (source, agent, the task it was distilled from with its steps, the episodes it was consolidated from, what it replaced), every feedback event, and every recall that returned it, with counts (recalled, cited, helpful)."
-    )]
+    #[tool(description = describe::MEMORY_EXPLAIN)]
     async fn memory_explain(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -688,9 +347,7 @@ impl MemoryServer {
         self.on_bank(&ctx, a.bank, move |b| b.explain(&a.id)).await
     }
 
-    #[tool(
-        description = "Audit a bank from its recall log: memories recalled often but never cited or helpful (never_useful), never recalled, and the most useful."
-    )]
+    #[tool(description = describe::MEMORY_AUDIT)]
     async fn memory_audit(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -700,9 +357,7 @@ impl MemoryServer {
         self.on_bank(&ctx, a.bank, move |b| b.audit()).await
     }
 
-    #[tool(
-        description = "Counts of a bank's memories by status and kind, its embedding model and stored format."
-    )]
+    #[tool(description = describe::MEMORY_STATS)]
     async fn memory_stats(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -712,7 +367,7 @@ impl MemoryServer {
         self.on_bank(&ctx, a.bank, move |b| b.stats()).await
     }
 
-    #[tool(description = "Bring an archived (softly forgotten) memory back. Returns the memory.")]
+    #[tool(description = describe::MEMORY_RESTORE)]
     async fn memory_restore(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -722,7 +377,7 @@ impl MemoryServer {
         self.on_bank(&ctx, a.bank, move |b| b.restore(&a.id)).await
     }
 
-    #[tool(description = "The banks in the store (those the caller may read, with auth).")]
+    #[tool(description = describe::MEMORY_BANKS)]
     async fn memory_banks(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -738,7 +393,7 @@ impl MemoryServer {
                 let banks: Vec<String> = hs
                     .banks()?
                     .into_iter()
-                    .filter(|b| hs.principal().is_none_or(|p| p.check(hindsight::Right::Read, b).is_ok()))
+                    .filter(|b| hs.principal().is_none_or(|p| p.may(hindsight::Right::Read, b)))
                     .collect();
                 Ok(json!({"banks": banks}))
             })
@@ -746,9 +401,7 @@ impl MemoryServer {
         )
     }
 
-    #[tool(
-        description = "Undo a wrong supersede: a superseded memory (see memory_history) becomes active again and is kept beside the memory that replaced it, both flagged as conflicting, so the same pair is not superseded again. Returns the memory."
-    )]
+    #[tool(description = describe::MEMORY_UNSUPERSEDE)]
     async fn memory_unsupersede(
         &self,
         ctx: RequestContext<RoleServer>,
@@ -769,26 +422,6 @@ impl ServerHandler for MemoryServer {
 }
 
 /// The `list` query `memory_list`'s arguments describe.
-fn list_query(a: &ListArgs) -> Result<hindsight::ListQuery, hindsight::FieldError> {
-    let mut q = hindsight::ListQuery {
-        tag: a.tag.clone(),
-        task_type: a.task_type.clone(),
-        text: a.text.clone(),
-        limit: a.limit,
-        cursor: a.cursor.clone(),
-        ..Default::default()
-    };
-    q.kind = a.kind.as_deref().map(|k| Kind::parse("kind", k)).transpose()?;
-    q.source = a.source.as_deref().map(|s| hindsight::Source::parse("source", s)).transpose()?;
-    if let Some(status) = &a.status {
-        q = q.status_named(status)?;
-    }
-    if let Some(order) = a.order.as_deref() {
-        q.order = hindsight::ListOrder::parse("order", &order.replace('_', "-"))?;
-    }
-    Ok(q)
-}
-
 fn runtime() -> CliResult<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
