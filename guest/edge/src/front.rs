@@ -64,9 +64,9 @@ pub struct Edge {
 }
 
 /// A bank's store: the instance's one [`FileStore`], shared by its banks.
-struct Shared(Arc<FileStore>);
+pub struct SharedStore(pub Arc<FileStore>);
 
-impl Store for Shared {
+impl Store for SharedStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.0.get(key)
     }
@@ -307,7 +307,7 @@ impl Edge {
         principal.check(right, &id).map_err(|e| format!("denied: {e}"))?;
         let store = self.store()?;
         if !self.banks.contains_key(&id) {
-            let bank = self.engine()?.open_bank(&id, Box::new(Shared(store))).map_err(engine_error)?;
+            let bank = self.engine()?.open_bank(&id, Box::new(SharedStore(store))).map_err(engine_error)?;
             self.banks.insert(id.clone(), bank);
         }
         Ok(self.banks.get_mut(&id).expect("opened above"))

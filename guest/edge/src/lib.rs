@@ -16,4 +16,4 @@ mod http;
 mod llm_http;
 
 pub use file_store::FileStore;
-pub use front::{Edge, Reply, Request, MAX_BODY};
+pub use front::{Edge, Reply, Request, SharedStore, MAX_BODY};
