@@ -1,4 +1,6 @@
-"""Serving hindsight-edge.wasm with the stock wasmtime CLI (`wasmtime serve`) for the edge tests."""
+"""Serving the edge component for the edge tests: hindsight-edge.wasm under the stock wasmtime CLI
+(`wasmtime serve`), and hindsight-edge-spin.wasm under tests/spin-host, a stand-in for Spin's
+runtime (a fresh instance per request, spin:sqlite over a local file)."""
 
 import os
 import re
@@ -13,7 +15,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EDGE = REPO / "guest" / "component" / "hindsight-edge.wasm"
-MODELS = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hindsight" / "models"
+SPIN_EDGE = REPO / "guest" / "component" / "hindsight-edge-spin.wasm"
+SPIN_HOST = REPO / "target" / "debug" / "hindsight-spin-host"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hindsight"
+MODELS = Path(os.environ.get("HINDSIGHT_MODELS") or CACHE / "models")
 TOKEN = "edge-writer-token-5e1c7a9b3d"
 READER = "edge-reader-token-8f2d6b0a4c"
 
@@ -32,32 +37,50 @@ def principals() -> dict:
     ]}
 
 
-def make_data_dir(path: Path, auth: dict | None) -> Path:
-    """A data directory as the edge component reads it: the model, the tokenizer, auth.json."""
+def make_data_dir(path: Path, auth: dict | None, models: Path | None = None) -> Path:
+    """A data directory as the edge component reads it: auth.json, and the model files of `models`
+    when given (without them the model built into the component serves)."""
     import json
 
-    if not EDGE.exists():
-        raise RuntimeError(f"{EDGE} is missing: ./dev component builds it")
     path.mkdir(parents=True, exist_ok=True)
     for name in ("model.onnx", "tokenizer.json"):
         target = path / name
-        if not target.exists():
-            os.link(MODELS / name, target) if os.stat(MODELS).st_dev == os.stat(path).st_dev else shutil.copy(MODELS / name, target)
+        if models is not None and not target.exists():
+            os.link(models / name, target) if os.stat(models).st_dev == os.stat(path).st_dev else shutil.copy(models / name, target)
     if auth is not None:
         (path / "auth.json").write_text(json.dumps(auth))
     return path
 
 
 class EdgeServer:
-    """`wasmtime serve` of hindsight-edge.wasm on a free port, with DATA mounted at /data; each
-    instance serves up to 1000 requests (the warm engine), as the README's recipe does."""
+    """The edge component served on a free port with DATA mounted at /data. `host` "wasmtime":
+    `wasmtime serve` of hindsight-edge.wasm, each instance serving up to 1000 requests (the README's
+    recipe) or, without `reuse`, a fresh instance per request (the host's default); "spin": the
+    Spin stand-in serving hindsight-edge-spin.wasm, a fresh instance per request, its store in
+    DATA.spin.db."""
 
-    def __init__(self, data: Path, reuse: bool = True):
-        args = [wasmtime_bin(), "serve", "-C", "cache=y", "-S", "cli=y", "--addr", "127.0.0.1:0",
-                "--dir", f"{data}::/data"]
-        if reuse:
-            args += ["--max-instance-reuse-count", "1000", "--idle-instance-timeout", "300s"]
-        self.process = subprocess.Popen(args + [str(EDGE)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    def __init__(self, data: Path, reuse: bool = True, host: str = "wasmtime", env: dict | None = None):
+        env = env or {}
+        if host == "wasmtime":
+            if not EDGE.exists():
+                raise RuntimeError(f"{EDGE} is missing: ./dev component builds it")
+            args = [wasmtime_bin(), "serve", "-C", "cache=y", "-S", "cli=y", "--addr", "127.0.0.1:0",
+                    "--dir", f"{data}::/data"]
+            if reuse:
+                args += ["--max-instance-reuse-count", "1000", "--idle-instance-timeout", "300s"]
+            args += [f"--env={k}={v}" for k, v in env.items()]
+            args.append(str(EDGE))
+        elif host == "spin":
+            if not SPIN_HOST.exists() or not SPIN_EDGE.exists():
+                raise RuntimeError(f"{SPIN_HOST} or {SPIN_EDGE} is missing: ./dev test builds both")
+            args = [str(SPIN_HOST), "--addr", "127.0.0.1:0", "--files", str(data),
+                    "--sqlite", f"{data}.spin.db", "--cache", str(CACHE / "spin-host")]
+            for k, v in env.items():
+                args += ["--env", f"{k}={v}"]
+            args.append(str(SPIN_EDGE))
+        else:
+            raise ValueError(host)
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.output: list[str] = []
         deadline = time.time() + 300  # the first compilation of the component takes a while
         url = None
@@ -72,7 +95,7 @@ class EdgeServer:
                 break
         if url is None:
             self.process.kill()
-            raise RuntimeError(f"wasmtime serve did not start: {''.join(self.output)}")
+            raise RuntimeError(f"{host} did not start: {''.join(self.output)}")
         self.base = url
         self.url = url + "/mcp"
         threading.Thread(target=lambda: self.output.extend(self.process.stdout), daemon=True).start()
@@ -89,12 +112,15 @@ class EdgeServer:
             self.process.kill()
 
 
-@pytest.fixture
-def edge(tmp_path):
+@pytest.fixture(params=["wasmtime", "spin"])
+def edge(request, tmp_path):
+    """Starts edge servers of one host kind: every test that takes it runs under both."""
     servers = []
 
-    def start(data: Path | None = None, auth: dict | None = principals(), reuse: bool = True) -> EdgeServer:
-        server = EdgeServer(make_data_dir(data or tmp_path / "data", auth), reuse=reuse)
+    def start(data: Path | None = None, auth: dict | None = principals(), reuse: bool = True,
+              models: Path | None = None, env: dict | None = None) -> EdgeServer:
+        server = EdgeServer(make_data_dir(data or tmp_path / "data", auth, models), reuse=reuse,
+                            host=request.param, env=env)
         servers.append(server)
         return server
 
@@ -102,3 +128,35 @@ def edge(tmp_path):
     for server in servers:
         if server.process.poll() is None:
             server.stop()
+
+
+class ScriptedLlm:
+    """An OpenAI-compatible chat-completions server on a free port that answers every request
+    with `answer(request_json)` (a string: the message content) and keeps the requests."""
+
+    def __init__(self, answer):
+        import json
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        requests = self.requests = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                requests.append({"path": self.path, "body": body})
+                reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer(body)}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()

@@ -1,10 +1,14 @@
 """hindsight-edge.wasm under the stock wasmtime CLI (`wasmtime serve`, no code of ours in the
-host), driven by the official MCP client: what is written is found, survives a restart on the
-same data directory and concurrent writers (instances sharing the directory), requests without
-a valid token are refused, and the answers match `hindsight serve --http` on the same memories."""
+host), and hindsight-edge-spin.wasm under the Spin stand-in (tests/spin-host), driven by the
+official MCP client: what is written is found, survives a restart on the same data and concurrent
+writers (instances sharing the store), a hard-forgotten text leaves the store's files, requests
+without a valid token are refused, the answers match `hindsight serve --http` on the same
+memories, the model built into the component serves unless the data directory brings another,
+and a configured LLM is called over outgoing wasi:http."""
 
 import importlib.util
 import json
+import os
 import time
 import urllib.error
 import urllib.request
@@ -15,7 +19,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import READER, TOKEN, principals
+from conftest import MODELS, READER, TOKEN, ScriptedLlm, principals
 
 # tests/mcp's `hindsight serve --http` starter, for the parity test (its conftest, by path: the
 # module name is taken by this directory's).
@@ -104,8 +108,12 @@ def test_written_memories_are_found_and_survive_a_restart(edge, tmp_path):
 
     anyio.run(after)
     again.stop()
-    # The hard-deleted text is gone from the store's files once they are compacted or rewritten;
-    # what the store holds now answers without it.
+    # The hard-forgotten text is in no file of the store (the file store's log is folded into a
+    # new snapshot, Spin's SQLite overwrites deleted pages), and a restart answers without it.
+    stored = [p for p in tmp_path.rglob("*") if p.is_file() and p.name not in ("model.onnx", "tokenizer.json")]
+    assert stored, "the store wrote files"
+    for path in stored:
+        assert b"encoding='utf-8-sig'" not in path.read_bytes(), path
     third = edge(tmp_path / "data")
 
     async def gone():
@@ -200,3 +208,68 @@ def test_answers_match_hindsight_serve_http(edge, tmp_path):
         anyio.run(both)
     finally:
         native.stop()
+
+
+def test_a_fresh_instance_per_request_serves_the_built_in_model(edge, tmp_path):
+    # The host's default: no instance reuse, so every request starts from the component's
+    # snapshot, whose model was loaded when the component was built.
+    server = edge(reuse=False)
+
+    async def run():
+        async with client(server.url) as c:
+            await write_all(c, MEMORIES)
+            found = await search(c, "why did the staging deploy fail")
+            assert "VPN" in found["items"][0]["content"], found["items"]
+            return (await c.call_tool("memory_stats", {})).structured_content
+
+    built_in = anyio.run(run)
+    assert built_in["active"] == len(MEMORIES) and built_in["dimension"] == 384, built_in
+    server.stop()
+    # The same files in the data directory are the same model (checked, not loaded again).
+    same = edge(tmp_path / "copied", models=MODELS, reuse=False)
+
+    async def stats():
+        async with client(same.url) as c:
+            await write_all(c, MEMORIES[:1])
+            return (await c.call_tool("memory_stats", {})).structured_content
+
+    assert anyio.run(stats)["embedding_model"] == built_in["embedding_model"]
+
+
+def test_the_data_directorys_own_model_replaces_the_built_in_one(edge, tmp_path):
+    other = os.environ.get("HINDSIGHT_TEST_MODELS_L3")
+    if not other:
+        import pytest
+        pytest.skip("HINDSIGHT_TEST_MODELS_L3 is not set: ./dev test fetches the second model")
+    built_in = edge(tmp_path / "built-in")
+    swapped = edge(tmp_path / "swapped", models=Path(other))
+
+    async def model_of(url):
+        async with client(url) as c:
+            await write_all(c, MEMORIES[:2])
+            found = await search(c, "what format should the report be in")
+            assert "PDF" in found["items"][0]["content"], found["items"]
+            return (await c.call_tool("memory_stats", {})).structured_content["embedding_model"]
+
+    assert anyio.run(model_of, built_in.url) != anyio.run(model_of, swapped.url)
+
+
+def test_a_configured_llm_is_called_over_outgoing_http(edge, tmp_path):
+    # The LLM scores an item no write rule keeps: 2/10 is below the threshold, so it is filtered.
+    llm = ScriptedLlm(lambda body: json.dumps({"scores": [{"item": 0, "importance": 2}]}))
+    try:
+        server = edge(env={"HINDSIGHT_LLM_URL": llm.url, "HINDSIGHT_LLM_MODEL": "scripted"})
+
+        async def run():
+            async with client(server.url) as c:
+                result = await c.call_tool("memory_write", {"content": "The weather in the office was mild on Tuesday"})
+                assert not result.is_error, result.content[0].text
+                return result.structured_content
+
+        outcome = anyio.run(run)
+        assert outcome["action"] == "filtered", outcome
+        assert "importance 2/10 from the LLM" in outcome["reason"], outcome
+        assert llm.requests and llm.requests[0]["path"] == "/v1/chat/completions", llm.requests
+        assert llm.requests[0]["body"]["model"] == "scripted"
+    finally:
+        llm.stop()

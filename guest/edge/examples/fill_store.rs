@@ -1,11 +1,12 @@
 //! Fills an edge data directory's file store with N memories (given random unit vectors, so no
 //! embedding), for measuring how long the edge takes to open a large bank:
-//! `cargo run --release -p hindsight-edge --example fill_store -- DATA 100000`.
+//! `cargo run -p hindsight-edge --example fill_store -- DATA 100000` (the dev profile builds the
+//! engine at opt-level 3); `tests/edge/bench.py --fill 100000` runs it and times the edge on it.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use hindsight_edge::{FileStore, SharedStore};
+use hindsight_edge::FileStore;
 use hindsight_engine::Engine;
 use hindsight_types::Memory;
 
@@ -18,7 +19,7 @@ fn main() {
     let engine = Engine::new(&model, &tokenizer, "").expect("engine");
     let dimension = engine.embed(&["x"]).expect("embed")[0].len();
     let store = Arc::new(FileStore::open(data.join("store")).expect("store"));
-    let mut bank = engine.open_bank("default", Box::new(SharedStore(store.clone()))).expect("bank");
+    let mut bank = engine.open_bank("default", Box::new(store.clone())).expect("bank");
     let started = Instant::now();
     let mut seed = 42u64;
     let mut next = move || {

@@ -18,10 +18,8 @@
 //! commit cuts it off before appending. A writer that dies holding the lock holds it until its
 //! lease lapses ([`LEASE`]); then the next writer breaks it.
 
-use std::collections::hash_map::RandomState;
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::hash::{BuildHasher, Hasher};
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -147,7 +145,7 @@ impl FileStore {
 
     fn lock(&self) -> Result<Lock, StoreError> {
         let path = self.path("lock");
-        let token = format!("{:016x}", RandomState::new().build_hasher().finish());
+        let token = lease_token();
         let started = SystemTime::now();
         loop {
             let lapses = unix_ms(SystemTime::now() + LEASE);
@@ -269,6 +267,15 @@ impl Drop for Lock {
     }
 }
 
+/// A writer's own mark on the lock: from the system's randomness, not std's `RandomState`, whose
+/// keys every instance of a pre-initialised component shares (they are in its snapshot).
+fn lease_token() -> String {
+    let n = getrandom::u64().unwrap_or_else(|_| {
+        std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), SystemTime::now())
+    });
+    format!("{n:016x}")
+}
+
 fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
@@ -334,6 +341,15 @@ impl Store for FileStore {
             let _ = self.compact(&mut state);
         }
         Ok(())
+    }
+
+    /// Folds the log into a new snapshot now: the old generation's files, which still hold
+    /// every value ever written (a hard-forgotten memory's text too), are removed.
+    fn checkpoint(&self) -> Result<(), StoreError> {
+        let _lock = self.lock()?;
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.catch_up(&mut state)?;
+        self.compact(&mut state)
     }
 }
 
@@ -497,6 +513,27 @@ mod tests {
     }
 
     #[test]
+    fn a_checkpoint_leaves_no_deleted_value_on_disk() {
+        let dir = tempdir();
+        let a = FileStore::open(&dir).unwrap();
+        a.commit(vec![put("m/1", "the launch code is 0451"), put("m/2", "kept")]).unwrap();
+        a.commit(vec![Op::Delete("m/1".into())]).unwrap();
+        let on_disk = || {
+            fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| fs::read(e.unwrap().path()).unwrap())
+                .any(|bytes| bytes.windows(11).any(|w| w == b"launch code"))
+        };
+        assert!(on_disk(), "the log still holds the deleted value");
+        let b = FileStore::open(&dir).unwrap();
+        a.checkpoint().unwrap();
+        assert!(!on_disk(), "no file holds it after the checkpoint");
+        assert!(b.refresh().unwrap(), "another instance follows to the new generation");
+        assert_eq!(b.get("m/2").unwrap().unwrap(), b"kept");
+        assert_eq!(FileStore::open(&dir).unwrap().get("m/1").unwrap(), None);
+    }
+
+    #[test]
     fn a_dead_writers_lapsed_lock_is_broken_and_a_live_one_is_waited_for() {
         let dir = tempdir();
         let a = FileStore::open(&dir).unwrap();
@@ -551,9 +588,9 @@ mod tests {
 
     fn tempdir() -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
-            "hindsight-file-store-{}-{:x}",
+            "hindsight-file-store-{}-{}",
             std::process::id(),
-            RandomState::new().build_hasher().finish()
+            lease_token()
         ));
         fs::create_dir_all(&dir).unwrap();
         dir

@@ -3,9 +3,11 @@
 //! the tools' semantics live here; the wasi:http glue only moves bytes.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use hindsight_engine::embed::{Embedder, QueryCached};
+use hindsight_engine::settings::Settings;
 use hindsight_engine::{recall_across, Bank, Engine, RecallQuery, Record};
 use hindsight_mcp::{
     describe, list_query, BankArgs, CorrectArgs, FeedbackArgs, ForgetArgs, HistoryArgs, ListArgs, SearchArgs,
@@ -19,6 +21,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::file_store::FileStore;
+use crate::sql_store::{Sql, SqlStore};
+use crate::warm::{self, Preloaded};
 
 /// The largest request body read (as `hindsight serve --http`).
 pub const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -52,35 +56,39 @@ impl Reply {
     }
 }
 
-/// One instance's engine and open banks. The data directory holds `model.onnx`,
-/// `tokenizer.json`, optionally `settings.json` and `auth.json`, and the store (`store/`).
+/// What an instance's banks are kept in: the data directory's `store/` ([`FileStore`]) unless the
+/// glue opens another (Spin's SQLite, [`SqlStore`]).
+pub trait EdgeStore: Store {
+    /// Catches up on what other instances committed, before a request is answered (a store that
+    /// reads through to its database has nothing to do).
+    fn refresh(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+impl EdgeStore for FileStore {
+    fn refresh(&self) -> Result<(), StoreError> {
+        FileStore::refresh(self).map(|_| ())
+    }
+}
+
+impl<C: Sql> EdgeStore for SqlStore<C> {}
+
+/// Opens an instance's store, given the data directory.
+pub type OpenStore = Box<dyn Fn(&Path) -> Result<Arc<dyn EdgeStore>, StoreError>>;
+
+/// One instance's engine and open banks. The data directory holds `auth.json`, optionally
+/// `model.onnx` and `tokenizer.json` (when they are not the preloaded model) and `settings.json`,
+/// and the file store (`store/`).
 pub struct Edge {
     data: PathBuf,
     engine: Option<Engine>,
-    store: Option<Arc<FileStore>>,
+    open_store: OpenStore,
+    store: Option<Arc<dyn EdgeStore>>,
     banks: HashMap<String, Bank>,
     default_bank: String,
     llm: Option<std::rc::Rc<dyn hindsight_types::Llm>>,
-}
-
-/// A bank's store: the instance's one [`FileStore`], shared by its banks.
-pub struct SharedStore(pub Arc<FileStore>);
-
-impl Store for SharedStore {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.0.get(key)
-    }
-    fn scan(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-        limit: u32,
-    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.0.scan(prefix, start_after, limit)
-    }
-    fn commit(&self, ops: Vec<hindsight_types::Op>) -> Result<(), StoreError> {
-        self.0.commit(ops)
-    }
+    preloaded: Option<Preloaded>,
 }
 
 type ToolResult = Result<Value, String>;
@@ -125,11 +133,26 @@ impl Edge {
         Edge {
             data: data.into(),
             engine: None,
+            open_store: Box::new(|data| Ok(Arc::new(FileStore::open(data.join("store"))?))),
             store: None,
             banks: HashMap::new(),
             default_bank: "default".into(),
             llm: None,
+            preloaded: None,
         }
+    }
+
+    /// Keeps the banks in the store `open` gives instead of the data directory's `store/`.
+    pub fn with_store(mut self, open: OpenStore) -> Edge {
+        self.open_store = open;
+        self
+    }
+
+    /// The embedder to use instead of loading the data directory's model files, when they are
+    /// absent or the same files it was loaded from.
+    pub fn with_preloaded(mut self, preloaded: Option<Preloaded>) -> Edge {
+        self.preloaded = preloaded;
+        self
     }
 
     /// The language model the engine is given when it loads.
@@ -141,18 +164,24 @@ impl Edge {
     /// The engine, loading it (model, tokenizer, settings) the first time.
     fn engine(&mut self) -> Result<&Engine, String> {
         if self.engine.is_none() {
-            let read = |name: &str| {
-                let path = self.data.join(name);
-                std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
-            };
-            let model = read("model.onnx")?;
-            let tokenizer = read("tokenizer.json")?;
             let settings = match std::fs::read_to_string(self.data.join("settings.json")) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
                 Err(e) => return Err(format!("settings.json: {e}")),
             };
-            let mut engine = Engine::new(&model, &tokenizer, &settings).map_err(engine_error)?;
+            let settings = Settings::from_json(&settings)
+                .map_err(|e| format!("invalid input: settings.json: {}: {}", e.field, e.message))?;
+            // Kept when it does not serve: an instance's untouched snapshot pages cost no memory.
+            let embedder = match self.preloaded.take_if(|warm| warm.serves(&self.data)) {
+                Some(warm) => warm.into_embedder(),
+                None => Embedder::load(
+                    &warm::read(&self.data, warm::MODEL)?,
+                    &warm::read(&self.data, warm::TOKENIZER)?,
+                )
+                .map_err(engine_error)?,
+            };
+            let cached = QueryCached::new(embedder, settings.recall.query_cache as usize);
+            let mut engine = Engine::with_embedder(std::rc::Rc::new(cached), settings);
             if let Some(llm) = &self.llm {
                 engine = engine.with_llm(llm.clone());
             }
@@ -161,7 +190,7 @@ impl Edge {
         Ok(self.engine.as_ref().expect("loaded above"))
     }
 
-    fn store(&mut self) -> Result<Arc<FileStore>, String> {
+    fn store(&mut self) -> Result<Arc<dyn EdgeStore>, String> {
         match &self.store {
             Some(store) => {
                 // Another instance may have committed since this one's last request.
@@ -169,7 +198,7 @@ impl Edge {
                 Ok(store.clone())
             }
             None => {
-                let store = Arc::new(FileStore::open(self.data.join("store")).map_err(|e| e.to_string())?);
+                let store = (self.open_store)(&self.data).map_err(|e| e.to_string())?;
                 self.store = Some(store.clone());
                 Ok(store)
             }
@@ -307,7 +336,7 @@ impl Edge {
         principal.check(right, &id).map_err(|e| format!("denied: {e}"))?;
         let store = self.store()?;
         if !self.banks.contains_key(&id) {
-            let bank = self.engine()?.open_bank(&id, Box::new(SharedStore(store))).map_err(engine_error)?;
+            let bank = self.engine()?.open_bank(&id, Box::new(store)).map_err(engine_error)?;
             self.banks.insert(id.clone(), bank);
         }
         Ok(self.banks.get_mut(&id).expect("opened above"))

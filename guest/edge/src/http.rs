@@ -1,6 +1,7 @@
 //! The wasi:http glue: the incoming request's bytes to the front and its reply back. The
 //! instance's [`Edge`] lives as long as the host keeps the instance (`wasmtime serve
-//! --max-instance-reuse-count`), so only an instance's first request loads the engine.
+//! --max-instance-reuse-count`), so only an instance's first request opens the engine (from the
+//! model `pre_init` left in the snapshot).
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -48,7 +49,9 @@ fn answer(request: &IncomingRequest) -> Reply {
     EDGE.with(|edge| {
         let mut edge = edge.borrow_mut();
         let edge = edge.get_or_insert_with(|| {
-            let edge = Edge::new(data_dir());
+            let edge = Edge::new(data_dir()).with_preloaded(crate::pre_init::take());
+            #[cfg(feature = "spin")]
+            let edge = edge.with_store(crate::spin::store());
             match crate::llm_http::HttpLlm::from_env() {
                 Some(llm) => edge.with_llm(std::rc::Rc::new(llm)),
                 None => edge,

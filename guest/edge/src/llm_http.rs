@@ -46,7 +46,11 @@ impl HttpLlm {
     }
 
     fn post(&self, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
-        let mut headers = vec![("content-type".to_string(), b"application/json".to_vec())];
+        // A length, not chunked encoding: not every OpenAI-compatible server reads chunked bodies.
+        let mut headers = vec![
+            ("content-type".to_string(), b"application/json".to_vec()),
+            ("content-length".to_string(), body.len().to_string().into_bytes()),
+        ];
         if let Some(key) = &self.api_key {
             headers.push(("authorization".to_string(), format!("Bearer {key}").into_bytes()));
         }
@@ -59,6 +63,8 @@ impl HttpLlm {
             .map_err(|()| format!("authority {:?}", self.authority))?;
         request.set_path_with_query(Some(&self.path)).map_err(|()| format!("path {:?}", self.path))?;
         let outgoing = request.body().map_err(|()| "request body".to_string())?;
+        // Sent first, then written: the host buffers little of a body before the request goes.
+        let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
         {
             let stream = outgoing.write().map_err(|()| "request body".to_string())?;
             for chunk in body.chunks(4096) {
@@ -66,7 +72,6 @@ impl HttpLlm {
             }
         }
         OutgoingBody::finish(outgoing, None).map_err(|e| format!("sending: {e:?}"))?;
-        let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
         future.subscribe().block();
         let response = match future.get() {
             Some(Ok(Ok(response))) => response,

@@ -182,8 +182,11 @@ pub fn run(steps: Vec<(Step, i64)>) -> Result<(), String> {
             }
             Step::Restore(i) => {
                 if let Some(id) = pick(&known, i) {
+                    // A restored memory is what it was before it was archived (a superseded one
+                    // stays superseded); one never archived cannot be restored.
+                    let was = bank.get(&id).ok().and_then(|m| m.archived_from.map(|b| b.status));
                     match bank.restore(&id, now) {
-                        Ok(m) => check_eq!(m.status, Status::Active),
+                        Ok(m) => check_eq!(m.status, was.unwrap_or(Status::Active), "{id} restored"),
                         Err(e) => check!(expected_error(&e), "restore: {e}"),
                     }
                 }
