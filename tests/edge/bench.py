@@ -15,7 +15,6 @@ Each figure is the median of RUNS requests timed from the client (one HTTP/1.1 r
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import EDGE, REPO, SPIN_EDGE, TOKEN, EdgeServer, make_data_dir, principals  # noqa: E402
+from conftest import EDGE, MODELS, REPO, SPIN_EDGE, TOKEN, EdgeServer, make_data_dir, principals  # noqa: E402
 
 QUERIES = [
     "how do I read the vendor csv file", "what format should the report be in", "why did the staging deploy fail",
@@ -70,7 +69,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", choices=["wasmtime", "spin"], default="wasmtime")
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--fill", type=int, default=0, help="memories for the open-time figure (0: skip it)")
+    parser.add_argument("--fill", type=int, default=0,
+                        help="memories for the open-time figure, in the file store (wasmtime only; 0: skip it)")
     args = parser.parse_args()
     figures = {"host": args.host}
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,10 +100,8 @@ def main():
             finally:
                 server.stop()
         if args.fill and args.host == "wasmtime":
-            big = make_data_dir(tmp / "big", principals())
-            models = Path(os.environ.get("HINDSIGHT_MODELS") or Path.home() / ".cache" / "hindsight" / "models")
-            for name in ("model.onnx", "tokenizer.json"):
-                os.link(models / name, big / name)
+            # fill_store reads the model from the data directory; the edge then serves its own.
+            big = make_data_dir(tmp / "big", principals(), MODELS)
             subprocess.run(["cargo", "run", "-q", "-p", "hindsight-edge", "--example", "fill_store", "--",
                             str(big), str(args.fill)], cwd=REPO, check=True)
             for name in ("model.onnx", "tokenizer.json"):

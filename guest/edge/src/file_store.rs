@@ -96,31 +96,52 @@ impl FileStore {
         }
     }
 
+    /// Brings `state` up to the current generation and the end of its log; returns whether
+    /// anything changed. Another instance's compaction may switch generations (and remove the
+    /// files of the old one) while this one reads: the generation is read again afterwards, and
+    /// the read repeated until it held still.
     fn catch_up(&self, state: &mut State) -> Result<bool, StoreError> {
-        let generation = self.current_generation()?;
-        if !state.loaded || generation != state.generation {
-            let snapshot = self.path(&format!("snapshot-{generation}"));
-            let mut map = BTreeMap::new();
-            let snapshot_bytes = match fs::read(&snapshot) {
-                Ok(bytes) => {
-                    let (_, end) = apply_records(&bytes, &mut map);
-                    if end != bytes.len() {
-                        return Err(StoreError::Failed(format!(
-                            "{}: damaged at byte {end} of {}",
-                            snapshot.display(),
-                            bytes.len()
-                        )));
-                    }
-                    bytes.len() as u64
-                }
-                Err(e) if e.kind() == ErrorKind::NotFound && generation == 0 => 0,
-                Err(e) => return Err(failed("reading", &snapshot, e)),
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let generation = self.current_generation()?;
+            let read = if !state.loaded || generation != state.generation {
+                self.load(generation).map(|loaded| {
+                    *state = loaded;
+                    true
+                })
+            } else {
+                self.read_log(state)
             };
-            *state = State { map, generation, log_end: 0, snapshot_bytes, loaded: true };
-            self.read_log(state)?;
-            return Ok(true);
+            let moved = self.current_generation()? != generation;
+            if !moved || attempts == 10 {
+                return read;
+            }
         }
-        self.read_log(state)
+    }
+
+    /// Generation `generation`: its snapshot, then its log.
+    fn load(&self, generation: u64) -> Result<State, StoreError> {
+        let snapshot = self.path(&format!("snapshot-{generation}"));
+        let mut map = BTreeMap::new();
+        let snapshot_bytes = match fs::read(&snapshot) {
+            Ok(bytes) => {
+                let (_, end) = apply_records(&bytes, &mut map);
+                if end != bytes.len() {
+                    return Err(StoreError::Failed(format!(
+                        "{}: damaged at byte {end} of {}",
+                        snapshot.display(),
+                        bytes.len()
+                    )));
+                }
+                bytes.len() as u64
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound && generation == 0 => 0,
+            Err(e) => return Err(failed("reading", &snapshot, e)),
+        };
+        let mut state = State { map, generation, log_end: 0, snapshot_bytes, loaded: true };
+        self.read_log(&mut state)?;
+        Ok(state)
     }
 
     /// Applies the whole records past `log_end`; returns whether there were any.
@@ -201,7 +222,9 @@ impl FileStore {
 
     /// Writes the state as generation g+1's snapshot, then points CURRENT at it; the old
     /// generation's files go last, so a crash at any point leaves one whole generation current.
-    fn compact(&self, state: &mut State) -> Result<(), StoreError> {
+    /// If `lock`'s lease lapsed meanwhile (and another writer may have appended to the old log),
+    /// the new snapshot is dropped instead.
+    fn compact(&self, state: &mut State, lock: &Lock) -> Result<(), StoreError> {
         let next = state.generation + 1;
         let snapshot = self.path(&format!("snapshot-{next}"));
         let partial = self.path(&format!("snapshot-{next}.partial"));
@@ -224,6 +247,15 @@ impl FileStore {
         }
         file.sync_all().map_err(|e| failed("syncing", &partial, e))?;
         drop(file);
+        let log = self.path(&format!("log-{}", state.generation));
+        let log_len = fs::metadata(&log).map_or(0, |m| m.len());
+        if !lock.held() || log_len != state.log_end {
+            let _ = fs::remove_file(&partial);
+            return Err(StoreError::Failed(format!(
+                "{}: the writer's lease lapsed while it compacted; the log stays as it is",
+                lock.path.display()
+            )));
+        }
         fs::rename(&partial, &snapshot).map_err(|e| failed("renaming", &partial, e))?;
         let current = self.path("CURRENT");
         let current_partial = self.path("CURRENT.partial");
@@ -258,10 +290,17 @@ struct Lock {
     token: String,
 }
 
+impl Lock {
+    /// Whether the lock file still holds this writer's lease (not one that broke it).
+    fn held(&self) -> bool {
+        fs::read_to_string(&self.path).is_ok_and(|held| held.starts_with(&self.token))
+    }
+}
+
 impl Drop for Lock {
     fn drop(&mut self) {
         // Only our own lease is removed: one that lapsed and was broken is someone else's now.
-        if fs::read_to_string(&self.path).is_ok_and(|held| held.starts_with(&self.token)) {
+        if self.held() {
             let _ = fs::remove_file(&self.path);
         }
     }
@@ -307,7 +346,7 @@ impl Store for FileStore {
     }
 
     fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
-        let _lock = self.lock()?;
+        let lock = self.lock()?;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         self.catch_up(&mut state)?;
         for op in &ops {
@@ -338,7 +377,7 @@ impl Store for FileStore {
         }
         if state.log_end > COMPACT_AFTER && state.log_end > state.snapshot_bytes {
             // The commit is durable already; a failed compaction leaves the log as it was.
-            let _ = self.compact(&mut state);
+            let _ = self.compact(&mut state, &lock);
         }
         Ok(())
     }
@@ -346,10 +385,10 @@ impl Store for FileStore {
     /// Folds the log into a new snapshot now: the old generation's files, which still hold
     /// every value ever written (a hard-forgotten memory's text too), are removed.
     fn checkpoint(&self) -> Result<(), StoreError> {
-        let _lock = self.lock()?;
+        let lock = self.lock()?;
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         self.catch_up(&mut state)?;
-        self.compact(&mut state)
+        self.compact(&mut state, &lock)
     }
 }
 

@@ -65,14 +65,22 @@ impl HttpLlm {
         let outgoing = request.body().map_err(|()| "request body".to_string())?;
         // Sent first, then written: the host buffers little of a body before the request goes.
         let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
-        {
+        let sent = (|| {
             let stream = outgoing.write().map_err(|()| "request body".to_string())?;
             for chunk in body.chunks(4096) {
                 stream.blocking_write_and_flush(chunk).map_err(|e| format!("sending: {e:?}"))?;
             }
-        }
-        OutgoingBody::finish(outgoing, None).map_err(|e| format!("sending: {e:?}"))?;
+            drop(stream);
+            OutgoingBody::finish(outgoing, None).map_err(|e| format!("sending: {e:?}"))
+        })();
         future.subscribe().block();
+        if let Err(e) = sent {
+            // A refused connection breaks the body's stream: the request's own error says why.
+            return Err(match future.get() {
+                Some(Ok(Err(code))) => format!("{code:?}"),
+                _ => e,
+            });
+        }
         let response = match future.get() {
             Some(Ok(Ok(response))) => response,
             Some(Ok(Err(e))) => return Err(format!("{e:?}")),

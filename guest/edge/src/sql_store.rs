@@ -77,23 +77,18 @@ impl<C: Sql> SqlStore<C> {
         }
     }
 
-    /// The body of a commit, inside the transaction.
+    /// The body of a commit, inside the transaction: every `expect` against the state before the
+    /// commit (as the other stores check them), then the writes.
     fn apply(&self, ops: &[Op]) -> Result<(), StoreError> {
         for op in ops {
-            match op {
-                Op::Expect(key, expected) => {
-                    let rows = self
-                        .conn
-                        .execute(
-                            "SELECT value FROM hindsight_kv WHERE key = ?1",
-                            &[SqlValue::Text(key.clone())],
-                        )
-                        .map_err(|e| failed("reading", e))?;
-                    let found = rows.into_iter().next().map(|row| blob(row, 0)).transpose()?;
-                    if found.as_ref() != expected.as_ref() {
-                        return Err(StoreError::Conflict(key.clone()));
-                    }
+            if let Op::Expect(key, expected) = op {
+                if self.get(key)?.as_ref() != expected.as_ref() {
+                    return Err(StoreError::Conflict(key.clone()));
                 }
+            }
+        }
+        for op in ops {
+            match op {
                 Op::Put(key, value) => {
                     self.conn
                         .execute(
@@ -107,6 +102,7 @@ impl<C: Sql> SqlStore<C> {
                         .execute("DELETE FROM hindsight_kv WHERE key = ?1", &[SqlValue::Text(key.clone())])
                         .map_err(|e| failed("deleting", e))?;
                 }
+                Op::Expect(..) => {}
             }
         }
         Ok(())
@@ -119,7 +115,7 @@ impl<C: Sql> Store for SqlStore<C> {
             .conn
             .execute("SELECT value FROM hindsight_kv WHERE key = ?1", &[SqlValue::Text(key.to_string())])
             .map_err(|e| failed("reading", e))?;
-        rows.into_iter().next().map(|row| blob(row, 0)).transpose()
+        rows.into_iter().next().map(|mut row| take_blob(&mut row, 0)).transpose()
     }
 
     fn scan(
@@ -154,7 +150,7 @@ impl<C: Sql> Store for SqlStore<C> {
             .map_err(|e| failed("scanning", e))?;
         rows.into_iter()
             .map(|mut row| {
-                let value = blob(row.clone(), 1)?;
+                let value = take_blob(&mut row, 1)?;
                 match row.swap_remove(0) {
                     SqlValue::Text(key) => Ok((key, value)),
                     other => Err(StoreError::Failed(format!("sqlite: a key is {other:?}, not text"))),
@@ -177,20 +173,31 @@ impl<C: Sql> Store for SqlStore<C> {
     }
 
     fn checkpoint(&self) -> Result<(), StoreError> {
-        // In WAL mode, erased bytes may still be in the log: move it into the file and empty it
-        // (in the default rollback mode there is nothing to do, and SQLite says so).
-        self.conn
-            .execute("PRAGMA wal_checkpoint(TRUNCATE)", &[])
-            .map(drop)
-            .map_err(|e| failed("checkpointing", e))
+        // In WAL mode erased bytes may still be in the log: move it into the file and empty it.
+        // In the default rollback mode there is nothing to do; a host that refuses the pragma (a
+        // remote database) keeps its own rules.
+        let started = Instant::now();
+        loop {
+            let Ok(rows) = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)", &[]) else { return Ok(()) };
+            // One row: busy (1 when a reader kept the checkpoint from finishing), log, checkpointed.
+            let busy = rows.first().and_then(|r| r.first()) == Some(&SqlValue::Integer(1));
+            if !busy {
+                return Ok(());
+            }
+            if started.elapsed() >= BUSY_WAIT {
+                return Err(StoreError::Failed("sqlite: a reader kept the log from being emptied".into()));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 
-fn blob(mut row: Vec<SqlValue>, column: usize) -> Result<Vec<u8>, StoreError> {
-    if column >= row.len() {
+/// Column `column` of `row` as bytes, taken out of the row (a `Null` is left in its place).
+fn take_blob(row: &mut [SqlValue], column: usize) -> Result<Vec<u8>, StoreError> {
+    let Some(cell) = row.get_mut(column) else {
         return Err(StoreError::Failed(format!("sqlite: a row has no column {column}")));
-    }
-    match row.swap_remove(column) {
+    };
+    match std::mem::replace(cell, SqlValue::Null) {
         SqlValue::Blob(bytes) => Ok(bytes),
         // A value written by another tool as text is still its bytes.
         SqlValue::Text(text) => Ok(text.into_bytes()),
@@ -316,6 +323,9 @@ mod tests {
         .unwrap();
         assert_eq!(a.get("seq").unwrap().unwrap(), b"2");
         assert_eq!(a.get("x").unwrap(), None);
+        // An expect reads the state before the commit, not the commit's own puts (as every store).
+        a.commit(vec![put("fresh", "1"), Op::Expect("fresh".into(), None)]).unwrap();
+        assert_eq!(b.get("fresh").unwrap().unwrap(), b"1");
     }
 
     #[test]

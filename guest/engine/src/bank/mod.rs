@@ -478,8 +478,14 @@ impl Bank {
             self.state.remove(id, relinked, &self.settings.lexical);
             ops.push(self.save_lexical());
             self.commit_or_reload(ops, now)?;
-            // A store that keeps old values beside its data (a log) drops them now.
-            self.store.checkpoint()?;
+            // A store that keeps old values beside its data (a log) drops them now. The memory is
+            // gone either way; the error says so, since forgetting it again finds nothing.
+            self.store.checkpoint().map_err(|e| {
+                Error::Store(format!(
+                    "memory {id} is forgotten, but the store kept its old bytes: {e}; they go at its next \
+                     compaction (or the next hard forget)"
+                ))
+            })?;
         } else if memory.status != Status::Archived {
             let mut m = memory.clone();
             m.archive(&memory, now);
