@@ -573,6 +573,35 @@ mod tests {
     }
 
     #[test]
+    fn a_compaction_after_its_lease_was_broken_keeps_the_old_generation() {
+        let dir = tempdir();
+        let a = FileStore::open(&dir).unwrap();
+        a.commit(vec![put("k", "v")]).unwrap();
+        let lock = a.lock().unwrap();
+        // Another writer broke the lapsed lease (and may have appended to the log).
+        fs::write(dir.join("lock"), format!("other {}\n", unix_ms(SystemTime::now() + LEASE))).unwrap();
+        let mut state = a.state.lock().unwrap();
+        let compacted = a.compact(&mut state, &lock);
+        assert!(matches!(&compacted, Err(StoreError::Failed(m)) if m.contains("lease lapsed")));
+        drop(state);
+        assert!(dir.join("lock").exists(), "the other writer's lease is left alone");
+        let _ = fs::remove_file(dir.join("lock"));
+        assert!(!dir.join("snapshot-1").exists() && !dir.join("snapshot-1.partial").exists());
+        assert!(dir.join("log-0").exists());
+        assert_eq!(FileStore::open(&dir).unwrap().get("k").unwrap().unwrap(), b"v");
+        // The lease held, but the log grew past what this instance read: compacting would drop
+        // the other writer's record.
+        let lock = a.lock().unwrap();
+        let mut theirs = Vec::new();
+        encode_op(&mut theirs, &put("j", "theirs"));
+        OpenOptions::new().append(true).open(dir.join("log-0")).unwrap().write_all(&frame(&theirs)).unwrap();
+        let mut state = a.state.lock().unwrap();
+        assert!(a.compact(&mut state, &lock).is_err());
+        drop((state, lock));
+        assert_eq!(FileStore::open(&dir).unwrap().get("j").unwrap().unwrap(), b"theirs");
+    }
+
+    #[test]
     fn a_dead_writers_lapsed_lock_is_broken_and_a_live_one_is_waited_for() {
         let dir = tempdir();
         let a = FileStore::open(&dir).unwrap();
