@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use hindsight_engine::embed::{Embedder, QueryCached};
+use hindsight_engine::embed::Embedder;
 use hindsight_engine::settings::Settings;
 use hindsight_engine::{recall_across, Bank, Engine, RecallQuery, Record};
 use hindsight_mcp::{
@@ -180,8 +180,7 @@ impl Edge {
                 )
                 .map_err(engine_error)?,
             };
-            let cached = QueryCached::new(embedder, settings.recall.query_cache as usize);
-            let mut engine = Engine::with_embedder(std::rc::Rc::new(cached), settings);
+            let mut engine = Engine::from_embedder(embedder, settings);
             if let Some(llm) = &self.llm {
                 engine = engine.with_llm(llm.clone());
             }

@@ -18,9 +18,13 @@ pub struct Engine {
 impl Engine {
     pub fn new(model: &[u8], tokenizer: &[u8], settings_json: &str) -> Result<Engine> {
         let settings = Settings::from_json(settings_json)?;
-        let embedder =
-            QueryCached::new(Embedder::load(model, tokenizer)?, settings.recall.query_cache as usize);
-        Ok(Engine::with_embedder(Rc::new(embedder), settings))
+        Ok(Engine::from_embedder(Embedder::load(model, tokenizer)?, settings))
+    }
+
+    /// An engine over a model already loaded, its query embeddings cached as the settings say.
+    pub fn from_embedder(embedder: Embedder, settings: Settings) -> Engine {
+        let cached = QueryCached::new(embedder, settings.recall.query_cache as usize);
+        Engine::with_embedder(Rc::new(cached), settings)
     }
 
     pub fn with_embedder(embedder: Rc<dyn TextEmbedder>, settings: Settings) -> Engine {
