@@ -306,13 +306,9 @@ impl Drop for Lock {
     }
 }
 
-/// A writer's own mark on the lock: from the system's randomness, not std's `RandomState`, whose
-/// keys every instance of a pre-initialised component shares (they are in its snapshot).
+/// A writer's own mark on the lock, distinct in every instance of a pre-initialised component.
 fn lease_token() -> String {
-    let n = getrandom::u64().unwrap_or_else(|_| {
-        std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), SystemTime::now())
-    });
-    format!("{n:016x}")
+    format!("{:016x}", hindsight_types::random_u64(0))
 }
 
 fn unix_ms(t: SystemTime) -> u64 {

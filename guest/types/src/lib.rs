@@ -15,6 +15,7 @@ mod ids;
 mod item;
 pub mod llm;
 mod names;
+mod random;
 mod records;
 pub mod settings;
 pub mod store;
@@ -33,6 +34,7 @@ pub use names::{
     DistillMethod, FailureType, FeedbackOutcome, HistoryEvent, Kind, ListOrder, LlmOperation, MaintainAction,
     Named, Outcome, RetainAction, ScopeLevel, Source, Status, StepKind, UseEvent,
 };
+pub use random::random_u64;
 pub use records::{
     Distilled, EndTask, HistoryEntry, MaintainReport, MaintainStep, MemoryRecord, NewTask, Query,
     RecallResult, Recalled, RetainOutcome, Score, Stats, Step, TaskEnd, TaskState, TaskUpdate, ToolCall,

@@ -359,7 +359,7 @@ impl Bank {
 
     fn take_turn(&mut self) -> Result<Turn> {
         self.ids_made += 1;
-        let holder = random_u64(self.ids_made);
+        let holder = hindsight_types::random_u64(self.ids_made);
         let turn = Turn { holder, until: hindsight_types::time::now() + Turn::LASTS_MS };
         self.store.commit(vec![Op::Put(self.key(TURN_KEY), turn.to_bytes())])?;
         Ok(turn)
@@ -440,7 +440,7 @@ impl Bank {
 
     fn new_id(&mut self, now: Timestamp) -> String {
         self.ids_made += 1;
-        let random = random_u64(self.ids_made) as u32;
+        let random = hindsight_types::random_u64(self.ids_made) as u32;
         format!("m{:011x}{:08x}", (now.max(0) as u64) & 0xfff_ffff_ffff, random)
     }
 
@@ -655,18 +655,6 @@ fn encode_vector(v: &[f32]) -> Vec<u8> {
 
 fn decode_vector(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-}
-
-/// 64 bits from the system's randomness (`salt` only matters if it fails). Not std's
-/// `RandomState`: every instance made from one pre-initialised snapshot (hindsight-edge.wasm) has
-/// the same keys, and two writers of one bank would make the same ids in the same millisecond.
-fn random_u64(salt: u64) -> u64 {
-    getrandom::u64().unwrap_or_else(|_| {
-        std::hash::BuildHasher::hash_one(
-            &std::collections::hash_map::RandomState::new(),
-            (salt, hindsight_types::time::now()),
-        )
-    })
 }
 
 #[cfg(test)]
