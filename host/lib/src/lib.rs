@@ -89,5 +89,5 @@ pub const COMPONENT_SHA256: &str = hindsight_component::SHA256;
 #[doc(hidden)]
 pub mod __private {
     //! For this workspace's own tests only; not part of the API.
-    pub use crate::runtime::sandbox_wasi;
+    pub use crate::runtime::{load_component, sandbox_wasi};
 }

@@ -195,7 +195,7 @@ fn wasm_engine() -> Result<Engine> {
 /// Loads the compiled component from the cache, or compiles and caches it. The cache key is the
 /// engine's compatibility hash and the wasm's sha256, so a new build or a new wasmtime never loads
 /// stale code.
-fn load_component(
+pub fn load_component(
     engine: &Engine,
     wasm: &[u8],
     sha256: &str,

@@ -170,23 +170,13 @@ fn parse_options() -> Result<Options> {
     })
 }
 
-/// The component, compiled once per content hash into `cache` (compiling takes seconds).
+/// The component, compiled once per content hash into `cache` (compiling takes seconds), as the
+/// hindsight host caches its own.
 fn load(engine: &Engine, path: &PathBuf, cache: Option<&PathBuf>) -> Result<Component> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let Some(cache) = cache else { return Component::new(engine, &bytes) };
-    let key = format!("{:x}", sha2::Sha256::digest(&bytes));
-    let compiled = cache.join(format!("spin-host-{}.cwasm", &key[..16]));
-    if compiled.exists() {
-        // SAFETY: this program wrote the file, from this wasm, with this wasmtime.
-        if let Ok(c) = unsafe { Component::deserialize_file(engine, &compiled) } {
-            return Ok(c);
-        }
-    }
-    let component = Component::new(engine, &bytes)?;
-    std::fs::create_dir_all(cache)?;
-    let partial = compiled.with_extension("partial");
-    std::fs::write(&partial, component.serialize()?)?;
-    std::fs::rename(&partial, &compiled)?;
+    let sha256 = format!("{:x}", sha2::Sha256::digest(&bytes));
+    let (component, _cached) =
+        hindsight::__private::load_component(engine, &bytes, &sha256, cache.map(PathBuf::as_path))?;
     Ok(component)
 }
 
