@@ -129,34 +129,3 @@ def edge(request, tmp_path):
         if server.process.poll() is None:
             server.stop()
 
-
-class ScriptedLlm:
-    """An OpenAI-compatible chat-completions server on a free port that answers every request
-    with `answer(request_json)` (a string: the message content) and keeps the requests."""
-
-    def __init__(self, answer):
-        import json
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        requests = self.requests = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                requests.append({"path": self.path, "body": body})
-                reply = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer(body)}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()

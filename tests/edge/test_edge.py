@@ -19,14 +19,21 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import MODELS, READER, TOKEN, ScriptedLlm, principals
+from conftest import MODELS, READER, TOKEN, principals
 
 # tests/mcp's `hindsight serve --http` starter, for the parity test (its conftest, by path: the
 # module name is taken by this directory's).
-_spec = importlib.util.spec_from_file_location("mcp_conftest", Path(__file__).resolve().parents[1] / "mcp" / "conftest.py")
-_mcp_conftest = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_mcp_conftest)
-HttpServer = _mcp_conftest.HttpServer
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_REPO = Path(__file__).resolve().parents[2]
+HttpServer = _load("mcp_conftest", _REPO / "tests" / "mcp" / "conftest.py").HttpServer
+# The Python package's scripted OpenAI-compatible server, for the LLM test.
+_scripted_llm = _load("scripted_llm", _REPO / "packages" / "python" / "tests" / "scripted_llm.py")
 
 NOW = "2026-06-01T12:00:00Z"
 MEMORIES = [
@@ -256,7 +263,8 @@ def test_the_data_directorys_own_model_replaces_the_built_in_one(edge, tmp_path)
 
 def test_a_configured_llm_is_called_over_outgoing_http(edge, tmp_path):
     # The LLM scores an item no write rule keeps: 2/10 is below the threshold, so it is filtered.
-    llm = ScriptedLlm(lambda body: json.dumps({"scores": [{"item": 0, "importance": 2}]}))
+    llm = _scripted_llm.ScriptedServer(
+        route=lambda body: _scripted_llm.completion(json.dumps({"scores": [{"item": 0, "importance": 2}]})))
     try:
         server = edge(env={"HINDSIGHT_LLM_URL": llm.url, "HINDSIGHT_LLM_MODEL": "scripted"})
 
@@ -272,4 +280,4 @@ def test_a_configured_llm_is_called_over_outgoing_http(edge, tmp_path):
         assert llm.requests and llm.requests[0]["path"] == "/v1/chat/completions", llm.requests
         assert llm.requests[0]["body"]["model"] == "scripted"
     finally:
-        llm.stop()
+        llm.close()
