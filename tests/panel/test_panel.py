@@ -8,7 +8,7 @@ import urllib.parse
 
 import pytest
 
-pytest.importorskip("selenium", reason="selenium is not installed (bash tests/panel/setup.sh installs it)")
+pytest.importorskip("selenium", reason="selenium is not installed (./dev test installs it from tests/requirements.txt)")
 
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402

@@ -76,6 +76,16 @@ pub fn hindsight_bin() -> PathBuf {
     bin
 }
 
+/// The `hindsight-dev` tools binary this workspace built (bench, eval).
+pub fn hindsight_dev_bin() -> PathBuf {
+    hindsight_bin().with_file_name(format!("hindsight-dev{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// Runs `hindsight-dev ARGS…`.
+pub fn dev(args: &[&str]) -> Output {
+    Command::new(hindsight_dev_bin()).args(args).output().expect("hindsight-dev runs")
+}
+
 /// Runs `hindsight --db DB ARGS…`.
 pub fn cli(db: &Path, args: &[&str]) -> Output {
     Command::new(hindsight_bin()).arg("--db").arg(db).args(args).output().expect("hindsight runs")
@@ -128,13 +138,22 @@ pub fn postgres_server() -> Result<&'static str, String> {
         .map_err(|e| e.clone())
 }
 
-/// A new, empty database on the test server, as a URL; `None` (printed why) when there is no
+/// A test that cannot run here says why and returns; under `HINDSIGHT_REQUIRE_SERVICES=1` (CI,
+/// where every service is installed) it fails instead, so a broken install cannot pass as green.
+pub fn skip(why: &str) {
+    if std::env::var("HINDSIGHT_REQUIRE_SERVICES").as_deref() == Ok("1") {
+        panic!("this test would skip, and HINDSIGHT_REQUIRE_SERVICES=1: {why}");
+    }
+    eprintln!("skipped: {why}");
+}
+
+/// A new, empty database on the test server, as a URL; `None` (after [`skip`]) when there is no
 /// server.
 pub fn postgres_database(name: &str) -> Option<String> {
     let server = match postgres_server() {
         Ok(url) => url,
         Err(why) => {
-            eprintln!("skipped: {why}");
+            skip(&why);
             return None;
         }
     };

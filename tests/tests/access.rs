@@ -131,15 +131,25 @@ impl hindsight::Llm for SharingLlm {
     }
 }
 
+/// With `spaces.share_lessons` on, a lesson the LLM marks `share` is copied to the shared bank
+/// (the task's own bank keeps it); off, the default, it stays private (hard edge 0.2 #5).
 #[test]
-fn a_lesson_the_llm_marks_share_lands_in_the_shared_bank_for_every_agent() {
-    let hs = hindsight_tests::open(hindsight_tests::builder().memory().llm(SharingLlm));
+fn a_lesson_the_llm_marks_share_is_copied_to_the_shared_bank_when_sharing_is_on() {
+    let private = hindsight_tests::open(hindsight_tests::builder().memory().llm(SharingLlm));
+    let task = bank(&private, "agent:support").begin_task("update the customer's X-200").unwrap();
+    task.step(hindsight::Step::tool_call("flash", "firmware over wifi")).unwrap();
+    let end = task.end(hindsight::EndTask { force: true, ..hindsight::Outcome::Success.into() }).unwrap();
+    assert!(end.items.iter().all(|d| d.bank == "agent:support"), "{:?}", end.items);
+
+    let hs = hindsight_tests::open(
+        hindsight_tests::builder().memory().llm(SharingLlm).settings(|s| s.spaces.share_lessons = true),
+    );
     let support = bank(&hs, "agent:support");
     let task = support.begin_task("update the customer's X-200").unwrap();
     task.step(hindsight::Step::tool_call("flash", "firmware over wifi")).unwrap();
     let end = task.end(hindsight::EndTask { force: true, ..hindsight::Outcome::Success.into() }).unwrap();
     let placed: Vec<&str> = end.items.iter().map(|d| d.bank.as_str()).collect();
-    assert_eq!(placed, ["agent:support", "shared"], "{:?}", end.items);
+    assert_eq!(placed, ["agent:support", "agent:support", "shared"], "{:?}", end.items);
     let hits = hs.recall(["agent:coder", "shared"], query("X-200 firmware update", 1)).unwrap();
     assert_eq!(hits.items[0].bank, "shared");
     assert!(hits.items[0].memory.content.contains("over USB"));

@@ -186,7 +186,7 @@ fn eval_reports_recall_at_k_in_the_documented_json() {
         .join("\n"),
     )
     .unwrap();
-    let out = std::process::Command::new(hindsight_tests::hindsight_bin())
+    let out = std::process::Command::new(hindsight_tests::hindsight_dev_bin())
         .args(["eval", "--turns", turns.to_str().unwrap(), "--questions", questions.to_str().unwrap()])
         .args(["--k", "1,3", "--json", "--no-cache"])
         .output()

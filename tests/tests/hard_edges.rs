@@ -477,7 +477,7 @@ fn finding_25_a_read_only_database_opens_for_reading() {
     };
     let usable = matches!(nobody(&["--version"], &[]), Ok(o) if o.status.success());
     if !usable {
-        eprintln!("skipped: cannot run hindsight as the user nobody here");
+        hindsight_tests::skip("cannot run hindsight as the user nobody here");
         return;
     }
     // nobody may read the database and the model but write neither (root owns them, mode 0755/0644),

@@ -53,7 +53,7 @@ fn banks_in_one_host_and_store_never_see_each_other() {
             let not_found = |r: Result<(), Error>| matches!(r, Err(Error::NotFound(_)));
             assert!(not_found(b.get(other).map(|_| ())), "{} got {j}'s memory by id", b.id());
             assert!(not_found(b.history(other).map(|_| ())));
-            assert!(not_found(b.forget_hard(other)));
+            assert!(not_found(b.forget_hard(other).map(|_| ())));
             assert!(not_found(b.restore(other).map(|_| ())));
             assert!(not_found(b.feedback([other.clone()], FeedbackOutcome::Failure).map(|_| ())));
         }

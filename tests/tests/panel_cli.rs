@@ -187,8 +187,8 @@ fn export_then_import_into_an_empty_store_recalls_the_same() {
 #[test]
 fn reembed_moves_a_bank_to_another_model() {
     let Ok(l3) = std::env::var("HINDSIGHT_TEST_MODELS_L3") else {
-        eprintln!(
-            "skipped: HINDSIGHT_TEST_MODELS_L3 names no directory with the second model (./dev test sets it)"
+        hindsight_tests::skip(
+            "HINDSIGHT_TEST_MODELS_L3 names no directory with the second model (./dev test sets it)",
         );
         return;
     };

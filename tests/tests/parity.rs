@@ -1,6 +1,6 @@
 //! The scenario every host runs (examples/parity): the Node and Python hosts compare their
 //! results with `expected.json`, which this test checks against the Rust host.
-//! `HINDSIGHT_BLESS=1 cargo test -p hindsight-tests --test parity` rewrites it after a
+//! `HINDSIGHT_BLESS=1 cargo test -p hindsight-tests --test suite parity` rewrites it after a
 //! deliberate change to scoring.
 
 use std::path::PathBuf;

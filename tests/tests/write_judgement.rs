@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use hindsight_tests::scripted_llm::{Reply, ScriptedLlm};
-use hindsight_tests::{cli as hindsight, hindsight_bin, stdout_json};
+use hindsight_tests::{cli as hindsight, dev, hindsight_dev_bin, stdout_json};
 use serde_json::{json, Value};
 
 /// Pairs the rules judge right, and two they get wrong (a low-overlap update and a paraphrase).
@@ -53,8 +53,7 @@ fn write_pairs(dir: &Path) -> std::path::PathBuf {
 fn eval_pairs_prints_the_documented_figures() {
     let dir = tempfile::tempdir().unwrap();
     let pairs = write_pairs(dir.path());
-    let out =
-        hindsight(&dir.path().join("unused.db"), &["eval", "--pairs", pairs.to_str().unwrap(), "--json"]);
+    let out = dev(&["eval", "--pairs", pairs.to_str().unwrap(), "--json"]);
     let v = stdout_json(&out);
     assert_eq!(v["pairs"], 7);
     for label in ["supersede", "duplicate", "keep_both"] {
@@ -101,8 +100,9 @@ fn eval_pairs_uses_the_llm_when_one_is_configured() {
     let dir = tempfile::tempdir().unwrap();
     let pairs = write_pairs(dir.path());
     let llm = oracle();
-    let out = Command::new(hindsight_bin())
-        .args(["--llm-url", &llm.url, "eval", "--pairs", pairs.to_str().unwrap(), "--json"])
+    let out = Command::new(hindsight_dev_bin())
+        .env("HINDSIGHT_LLM_URL", &llm.url)
+        .args(["eval", "--pairs", pairs.to_str().unwrap(), "--json"])
         .output()
         .unwrap();
     let v = stdout_json(&out);
@@ -125,8 +125,7 @@ fn a_bad_pairs_file_names_the_line_and_field() {
         "{\"id\":\"a\",\"old\":\"x y\",\"new\":\"x z\",\"label\":\"keep_both\"}\n{\"id\":\"b\",\"old\":\"x\",\"new\":\"y\",\"label\":\"same\"}\n",
     )
     .unwrap();
-    let out =
-        hindsight(&dir.path().join("unused.db"), &["eval", "--pairs", path.to_str().unwrap(), "--json"]);
+    let out = dev(&["eval", "--pairs", path.to_str().unwrap(), "--json"]);
     assert!(!out.status.success());
     let err: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(err["error"]["field"], "label", "{err}");

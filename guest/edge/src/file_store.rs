@@ -386,6 +386,10 @@ impl Store for FileStore {
         self.catch_up(&mut state)?;
         self.compact(&mut state, &lock)
     }
+
+    fn refresh(&self) -> Result<(), StoreError> {
+        FileStore::refresh(self).map(|_| ())
+    }
 }
 
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {

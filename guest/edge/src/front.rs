@@ -8,20 +8,16 @@ use std::sync::Arc;
 
 use hindsight_engine::embed::Embedder;
 use hindsight_engine::settings::Settings;
-use hindsight_engine::{recall_across, Bank, Engine, RecallQuery, Record};
-use hindsight_mcp::{
-    describe, list_query, BankArgs, CorrectArgs, FeedbackArgs, ForgetArgs, HistoryArgs, ListArgs, SearchArgs,
-    INSTRUCTIONS,
-};
+use hindsight_engine::{recall_across, Bank, Engine};
+use hindsight_mcp::{Backend, Caller, ToolError, INSTRUCTIONS};
 use hindsight_types::{
-    Correction, FeedbackOutcome, HistoryEntry, ListPage, MemoryRecord, Named, Principal, Principals, Query,
-    RecallResult, Recalled, Right, Store, StoreError,
+    Audit, Correction, EndTask, Erasure, ErrorKind, Explanation, FeedbackOutcome, HistoryEntry, ListPage,
+    ListQuery, Memory, MemoryRecord, Principal, Principals, Query, RecallResult, RetainOutcome, Stats, Store,
+    StoreError, TaskEnd, Trajectory,
 };
-use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use crate::file_store::FileStore;
-use crate::sql_store::{Sql, SqlStore};
 use crate::warm::{self, Preloaded};
 
 /// The largest request body read (as `hindsight serve --http`).
@@ -56,26 +52,9 @@ impl Reply {
     }
 }
 
-/// What an instance's banks are kept in: the data directory's `store/` ([`FileStore`]) unless the
-/// glue opens another (Spin's SQLite, [`SqlStore`]).
-pub trait EdgeStore: Store {
-    /// Catches up on what other instances committed, before a request is answered (a store that
-    /// reads through to its database has nothing to do).
-    fn refresh(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
-}
-
-impl EdgeStore for FileStore {
-    fn refresh(&self) -> Result<(), StoreError> {
-        FileStore::refresh(self).map(|_| ())
-    }
-}
-
-impl<C: Sql> EdgeStore for SqlStore<C> {}
-
-/// Opens an instance's store, given the data directory.
-pub type OpenStore = Box<dyn Fn(&Path) -> Result<Arc<dyn EdgeStore>, StoreError>>;
+/// Opens an instance's store, given the data directory: the data directory's `store/`
+/// ([`FileStore`]) unless the glue opens another (Spin's SQLite, `SqlStore`).
+pub type OpenStore = Box<dyn Fn(&Path) -> Result<Arc<dyn Store>, StoreError>>;
 
 /// One instance's engine and open banks. The data directory holds `auth.json`, optionally
 /// `model.onnx` and `tokenizer.json` (when they are not the preloaded model) and `settings.json`,
@@ -84,46 +63,19 @@ pub struct Edge {
     data: PathBuf,
     engine: Option<Engine>,
     open_store: OpenStore,
-    store: Option<Arc<dyn EdgeStore>>,
+    store: Option<Arc<dyn Store>>,
     banks: HashMap<String, Bank>,
     default_bank: String,
     llm: Option<std::rc::Rc<dyn hindsight_types::Llm>>,
     preloaded: Option<Preloaded>,
 }
 
-type ToolResult = Result<Value, String>;
-
-fn engine_error(e: hindsight_engine::Error) -> String {
-    match e {
-        hindsight_engine::Error::InvalidInput(f) => format!("invalid input: {}: {}", f.field, f.message),
-        other => other.to_string(),
-    }
+fn engine_error(e: hindsight_engine::Error) -> ToolError {
+    ToolError::from_backend(e)
 }
 
-fn parse<T: DeserializeOwned>(args: &Value) -> Result<T, String> {
-    serde_json::from_value(args.clone()).map_err(|e| format!("arguments: {e}"))
-}
-
-fn public(records: Vec<Record>) -> Vec<MemoryRecord> {
-    records.iter().map(Record::to_public).collect()
-}
-
-/// The tools this front offers, with the argument type whose schema `tools/list` shows.
-fn tool_schemas() -> Vec<(&'static str, Value)> {
-    use hindsight_mcp::input_schema as schema;
-    vec![
-        ("memory_write", schema::<hindsight_mcp::WriteArgs>()),
-        ("memory_search", schema::<SearchArgs>()),
-        ("memory_forget", schema::<ForgetArgs>()),
-        ("memory_feedback", schema::<FeedbackArgs>()),
-        ("memory_history", schema::<HistoryArgs>()),
-        ("memory_list", schema::<ListArgs>()),
-        ("memory_get", schema::<HistoryArgs>()),
-        ("memory_correct", schema::<CorrectArgs>()),
-        ("memory_stats", schema::<BankArgs>()),
-        ("memory_restore", schema::<HistoryArgs>()),
-        ("memory_unsupersede", schema::<HistoryArgs>()),
-    ]
+fn store_error(e: StoreError) -> ToolError {
+    ToolError::new(ErrorKind::Store, e.to_string())
 }
 
 impl Edge {
@@ -162,21 +114,23 @@ impl Edge {
     }
 
     /// The engine, loading it (model, tokenizer, settings) the first time.
-    fn engine(&mut self) -> Result<&Engine, String> {
+    fn engine(&mut self) -> Result<&Engine, ToolError> {
         if self.engine.is_none() {
             let settings = match std::fs::read_to_string(self.data.join("settings.json")) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-                Err(e) => return Err(format!("settings.json: {e}")),
+                Err(e) => return Err(ToolError::new(ErrorKind::Config, format!("settings.json: {e}"))),
             };
             let settings = Settings::from_json(&settings)
-                .map_err(|e| format!("invalid input: settings.json: {}: {}", e.field, e.message))?;
+                .map_err(|e| e.within("settings.json"))
+                .map_err(ToolError::invalid)?;
             // Kept when it does not serve: an instance's untouched snapshot pages cost no memory.
             let embedder = match self.preloaded.take_if(|warm| warm.serves(&self.data)) {
                 Some(warm) => warm.into_embedder(),
                 None => Embedder::load(
-                    &warm::read(&self.data, warm::MODEL)?,
-                    &warm::read(&self.data, warm::TOKENIZER)?,
+                    &warm::read(&self.data, warm::MODEL).map_err(|e| ToolError::new(ErrorKind::Model, e))?,
+                    &warm::read(&self.data, warm::TOKENIZER)
+                        .map_err(|e| ToolError::new(ErrorKind::Model, e))?,
                 )
                 .map_err(engine_error)?,
             };
@@ -189,15 +143,15 @@ impl Edge {
         Ok(self.engine.as_ref().expect("loaded above"))
     }
 
-    fn store(&mut self) -> Result<Arc<dyn EdgeStore>, String> {
+    fn store(&mut self) -> Result<Arc<dyn Store>, ToolError> {
         match &self.store {
             Some(store) => {
                 // Another instance may have committed since this one's last request.
-                store.refresh().map_err(|e| e.to_string())?;
+                store.refresh().map_err(store_error)?;
                 Ok(store.clone())
             }
             None => {
-                let store = (self.open_store)(&self.data).map_err(|e| e.to_string())?;
+                let store = (self.open_store)(&self.data).map_err(store_error)?;
                 self.store = Some(store.clone());
                 Ok(store)
             }
@@ -290,22 +244,12 @@ impl Edge {
                 })
             }
             "ping" => json!({}),
-            "tools/list" => {
-                let tools: Vec<Value> = tool_schemas()
-                    .into_iter()
-                    .map(|(name, schema)| {
-                        let description =
-                            describe::TOOLS.iter().find(|(n, _)| *n == name).map_or("", |(_, d)| d);
-                        json!({"name": name, "description": description, "inputSchema": schema})
-                    })
-                    .collect();
-                json!({"tools": tools})
-            }
+            "tools/list" => hindsight_mcp::tools_list(),
             "tools/call" => {
                 let Some(name) = params.get("name").and_then(Value::as_str) else {
                     return Reply::json(200, &rpc_error(id, -32602, "params.name: missing"));
                 };
-                if !tool_schemas().iter().any(|(n, _)| *n == name) {
+                if hindsight_mcp::tool(name).is_none() {
                     return Reply::json(
                         200,
                         &rpc_error(id, -32602, format!("params.name: no tool {name:?}")),
@@ -315,13 +259,15 @@ impl Edge {
                 if !args.is_object() {
                     return Reply::json(200, &rpc_error(id, -32602, "params.arguments: expected an object"));
                 }
-                match self.call(principal, name, &args) {
+                let default_bank = self.default_bank.clone();
+                let caller = Caller { principal: Some(principal), default_bank: &default_bank };
+                match hindsight_mcp::call(self, &caller, name, &args) {
                     Ok(value) => json!({
                         "content": [{"type": "text", "text": value.to_string()}],
                         "structuredContent": value,
                         "isError": false,
                     }),
-                    Err(message) => json!({"content": [{"type": "text", "text": message}], "isError": true}),
+                    Err(e) => json!({"content": [{"type": "text", "text": e.to_string()}], "isError": true}),
                 }
             }
             other => return Reply::json(200, &rpc_error(id, -32601, format!("method not found: {other}"))),
@@ -329,210 +275,168 @@ impl Edge {
         Reply::json(200, &json!({"jsonrpc": "2.0", "id": id, "result": result}))
     }
 
-    /// The open bank `id`, as `principal` with `right` on it.
-    fn bank(&mut self, principal: &Principal, right: Right, id: Option<&str>) -> Result<&mut Bank, String> {
-        let id = id.unwrap_or(&self.default_bank).to_string();
-        principal.check(right, &id).map_err(|e| format!("denied: {e}"))?;
+    /// The open bank `id` (opened on first use).
+    fn bank(&mut self, id: &str) -> Result<&mut Bank, ToolError> {
         let store = self.store()?;
-        if !self.banks.contains_key(&id) {
-            let bank = self.engine()?.open_bank(&id, Box::new(store)).map_err(engine_error)?;
-            self.banks.insert(id.clone(), bank);
+        if !self.banks.contains_key(id) {
+            let bank = self.engine()?.open_bank(id, Box::new(store)).map_err(engine_error)?;
+            self.banks.insert(id.to_string(), bank);
         }
-        Ok(self.banks.get_mut(&id).expect("opened above"))
+        Ok(self.banks.get_mut(id).expect("opened above"))
     }
+}
 
-    fn call(&mut self, principal: &Principal, tool: &str, args: &Value) -> ToolResult {
+/// The tools run on the engine directly; `hindsight_mcp::call` has checked the caller's rights
+/// on every bank before any of these.
+impl Backend for Edge {
+    type Error = ToolError;
+
+    fn retain(&mut self, bank: &str, item: Memory) -> Result<RetainOutcome, ToolError> {
         let now = hindsight_types::time::now();
-        let e = engine_error;
-        let value = match tool {
-            "memory_write" => {
-                let (bank, mut item) = hindsight_mcp::write_item(args)?;
-                // What a principal writes carries its name unless it named an agent (as the library does).
-                item.agent_id.get_or_insert_with(|| principal.name().to_string());
-                let outcome = self
-                    .bank(principal, Right::Write, bank.as_deref())?
-                    .retain(vec![item], now)
-                    .map_err(e)?;
-                serde_json::to_value(outcome.into_iter().next())
-            }
-            "memory_search" => {
-                let a: SearchArgs = parse(args)?;
-                let mut query = a.to_query().map_err(|e| format!("invalid input: {e}"))?;
-                query.agent_id.get_or_insert_with(|| principal.name().to_string());
-                let (result, skipped) = match a.banks {
-                    Some(_) if a.bank.is_some() => {
-                        return Err("banks: give either bank or banks, not both".into())
-                    }
-                    Some(banks) => self.recall_across(principal, &banks, query)?,
-                    None => {
-                        let q = recall_query(query);
-                        (
-                            self.bank(principal, Right::Read, a.bank.as_deref())?.recall(q).map_err(e)?,
-                            Vec::new(),
-                        )
-                    }
-                };
-                serde_json::to_value(recall_result(result, skipped))
-            }
-            "memory_forget" => {
-                let a: ForgetArgs = parse(args)?;
-                let hard = a.hard.unwrap_or(false);
-                self.bank(principal, Right::Write, a.bank.as_deref())?.forget(&a.id, hard, now).map_err(e)?;
-                Ok(json!({"id": a.id, "forgotten": if hard { "hard" } else { "soft" }}))
-            }
-            "memory_feedback" => {
-                let a: FeedbackArgs = parse(args)?;
-                let bank = self.bank(principal, Right::Write, a.bank.as_deref())?;
-                let memories = if a.outcome.trim() == "used" {
-                    bank.report_used(&a.ids, a.task_id.clone(), now).map_err(e)?
-                } else {
-                    let outcome = FeedbackOutcome::parse("outcome", &a.outcome)
-                        .map_err(|err| format!("invalid input: {err}; or used"))?;
-                    bank.feedback(&a.ids, outcome, now).map_err(e)?
-                };
-                Ok(json!({"memories": public(memories)}))
-            }
-            "memory_history" => {
-                let a: HistoryArgs = parse(args)?;
-                let entries =
-                    self.bank(principal, Right::Read, a.bank.as_deref())?.history(&a.id).map_err(e)?;
-                let entries: Vec<HistoryEntry> = entries
-                    .into_iter()
-                    .map(|h| HistoryEntry {
-                        at: h.at,
-                        event: h.event,
-                        memory: h.memory.to_public(),
-                        other: h.other,
-                    })
-                    .collect();
-                Ok(json!({"entries": entries}))
-            }
-            "memory_list" => {
-                let a: ListArgs = parse(args)?;
-                let q = list_query(&a).map_err(|e| format!("invalid input: {e}"))?;
-                let listed = self.bank(principal, Right::Read, a.bank.as_deref())?.list(&q).map_err(e)?;
-                serde_json::to_value(ListPage {
-                    items: public(listed.items),
-                    next_cursor: listed.next_cursor,
-                    total: listed.total,
-                })
-            }
-            "memory_get" => {
-                let a: HistoryArgs = parse(args)?;
-                serde_json::to_value(
-                    self.bank(principal, Right::Read, a.bank.as_deref())?.get(&a.id).map_err(e)?.to_public(),
-                )
-            }
-            "memory_correct" => {
-                let a: CorrectArgs = parse(args)?;
-                let c = self
-                    .bank(principal, Right::Write, a.bank.as_deref())?
-                    .correct(&a.id, &a.text, now)
-                    .map_err(e)?;
-                serde_json::to_value(Correction {
-                    memory: c.memory.to_public(),
-                    superseded: c.superseded,
-                    cascade: c.cascade,
-                })
-            }
-            "memory_stats" => {
-                let a: BankArgs = parse(args)?;
-                serde_json::to_value(
-                    self.bank(principal, Right::Read, a.bank.as_deref())?.stats().map_err(e)?,
-                )
-            }
-            "memory_restore" => {
-                let a: HistoryArgs = parse(args)?;
-                let m =
-                    self.bank(principal, Right::Write, a.bank.as_deref())?.restore(&a.id, now).map_err(e)?;
-                serde_json::to_value(m.to_public())
-            }
-            "memory_unsupersede" => {
-                let a: HistoryArgs = parse(args)?;
-                let m = self
-                    .bank(principal, Right::Write, a.bank.as_deref())?
-                    .unsupersede(&a.id, now)
-                    .map_err(e)?;
-                serde_json::to_value(m.to_public())
-            }
-            other => return Err(format!("no tool {other:?}")),
-        };
-        value.map_err(|e| format!("the result did not serialise: {e}"))
+        let outcome = self.bank(bank)?.retain(vec![item], now).map_err(engine_error)?;
+        outcome
+            .into_iter()
+            .next()
+            .ok_or_else(|| ToolError::new(ErrorKind::Corrupt, "retain returned no outcome"))
     }
 
-    /// One recall over several banks, ranked together; banks the principal may not read are
-    /// skipped and named, as the library does.
-    fn recall_across(
-        &mut self,
-        principal: &Principal,
-        ids: &[String],
-        query: Query,
-    ) -> Result<(hindsight_engine::RecallResult, Vec<String>), String> {
-        let mut seen = std::collections::BTreeSet::new();
-        let mut readable = Vec::new();
-        let mut skipped = Vec::new();
+    fn recall(&mut self, ids: &[String], query: Query) -> Result<RecallResult, ToolError> {
         for id in ids {
-            if !seen.insert(id.clone()) {
-                return Err(format!("invalid input: banks: {id:?} is listed twice"));
-            }
-            if principal.may(Right::Read, id) {
-                self.bank(principal, Right::Read, Some(id))?;
-                readable.push(id.clone());
-            } else {
-                skipped.push(id.clone());
-            }
-        }
-        if readable.is_empty() {
-            return Err(format!("denied: principal {:?} may read none of the banks", principal.name()));
+            self.bank(id)?;
         }
         let mut taken: Vec<Bank> =
-            readable.iter().map(|id| self.banks.remove(id).expect("opened above")).collect();
+            ids.iter().map(|id| self.banks.remove(id).expect("opened above")).collect();
         let result = {
             let mut refs: Vec<&mut Bank> = taken.iter_mut().collect();
-            recall_across(&mut refs, recall_query(query))
+            recall_across(&mut refs, query)
         };
-        for (id, bank) in readable.into_iter().zip(taken) {
+        for (id, bank) in ids.iter().cloned().zip(taken) {
             self.banks.insert(id, bank);
         }
-        Ok((result.map_err(engine_error)?, skipped))
+        result.map_err(engine_error)
     }
-}
 
-fn recall_query(q: Query) -> RecallQuery {
-    RecallQuery {
-        query: q.query,
-        k: q.k,
-        now: q.now.unwrap_or_else(hindsight_types::time::now),
-        task_type: q.task_type,
-        kinds: q.kinds,
-        tags: q.tags,
-        scope: q.scope,
-        min_score: q.min_score,
-        prompt_tokens: q.prompt_tokens,
-        vector: q.vector,
-        include_superseded: q.include_superseded,
-        agent_id: q.agent_id,
-        task_id: q.task_id,
+    fn forget(&mut self, bank: &str, id: &str) -> Result<(), ToolError> {
+        let now = hindsight_types::time::now();
+        self.bank(bank)?.forget(id, now).map_err(engine_error)
     }
-}
 
-fn recall_result(r: hindsight_engine::RecallResult, skipped_banks: Vec<String>) -> RecallResult {
-    RecallResult {
-        items: r
-            .items
-            .into_iter()
-            .map(|i| Recalled {
-                memory: i.memory.to_public(),
-                score: i.score,
-                conflicting: i.conflicting,
-                possibly_stale: i.possibly_stale,
-                in_prompt: i.in_prompt,
-                bank: i.bank,
-                handle: i.handle,
-            })
-            .collect(),
-        prompt: r.prompt,
-        skipped_banks,
+    fn erase(&mut self, bank: &str, id: &str) -> Result<Erasure, ToolError> {
+        let now = hindsight_types::time::now();
+        // An erasure reaches the copies in other banks: the banks open here were opened before
+        // it and must catch up with it (their next call syncs them).
+        let receipt = self.bank(bank)?.erase(id, now).map_err(engine_error)?;
+        Ok(receipt)
+    }
+
+    fn feedback(
+        &mut self,
+        bank: &str,
+        ids: &[String],
+        outcome: FeedbackOutcome,
+    ) -> Result<Vec<MemoryRecord>, ToolError> {
+        let now = hindsight_types::time::now();
+        self.bank(bank)?.feedback(ids, outcome, now).map_err(engine_error)
+    }
+
+    fn used(
+        &mut self,
+        bank: &str,
+        ids: &[String],
+        task_id: Option<&str>,
+    ) -> Result<Vec<MemoryRecord>, ToolError> {
+        let now = hindsight_types::time::now();
+        self.bank(bank)?.report_used(ids, task_id.map(str::to_string), now).map_err(engine_error)
+    }
+
+    fn end_task(
+        &mut self,
+        bank: &str,
+        task_id: &str,
+        end: EndTask,
+        may_share: bool,
+    ) -> Result<TaskEnd, ToolError> {
+        let now = hindsight_types::time::now();
+        self.bank(bank)?.end_task(task_id, end, may_share, now).map_err(engine_error)
+    }
+
+    fn distill(&mut self, bank: &str, trajectory: Trajectory, may_share: bool) -> Result<TaskEnd, ToolError> {
+        let now = hindsight_types::time::now();
+        self.bank(bank)?.distill_trajectory(trajectory, may_share, now).map_err(engine_error)
+    }
+
+    fn delete_task(&mut self, bank: &str, task_id: &str) -> Result<(), ToolError> {
+        self.bank(bank)?.delete_task(task_id).map_err(engine_error)
+    }
+
+    fn history(&mut self, bank: &str, id: &str) -> Result<Vec<HistoryEntry>, ToolError> {
+        self.bank(bank)?.history(id).map_err(engine_error)
+    }
+
+    fn get(&mut self, bank: &str, id: &str) -> Result<MemoryRecord, ToolError> {
+        self.bank(bank)?.get(id).map_err(engine_error)
+    }
+
+    fn list(&mut self, bank: &str, query: ListQuery) -> Result<ListPage, ToolError> {
+        self.bank(bank)?.list(&query).map_err(engine_error)
+    }
+
+    fn correct(
+        &mut self,
+        bank: &str,
+        id: &str,
+        text: &str,
+        agent: Option<&str>,
+    ) -> Result<Correction, ToolError> {
+        let now = hindsight_types::time::now();
+        self.bank(bank)?.correct(id, text, agent, now).map_err(engine_error)
+    }
+
+    fn explain(&mut self, bank: &str, id: &str) -> Result<Explanation, ToolError> {
+        self.bank(bank)?.explain(id).map_err(engine_error)
+    }
+
+    fn audit(&mut self, bank: &str) -> Result<Audit, ToolError> {
+        self.bank(bank)?.audit().map_err(engine_error)
+    }
+
+    fn stats(&mut self, bank: &str) -> Result<Stats, ToolError> {
+        self.bank(bank)?.stats().map_err(engine_error)
+    }
+
+    fn restore(&mut self, bank: &str, id: &str) -> Result<MemoryRecord, ToolError> {
+        let now = hindsight_types::time::now();
+        self.bank(bank)?.restore(id, now).map_err(engine_error)
+    }
+
+    fn unsupersede(&mut self, bank: &str, id: &str) -> Result<MemoryRecord, ToolError> {
+        let now = hindsight_types::time::now();
+        self.bank(bank)?.unsupersede(id, now).map_err(engine_error)
+    }
+
+    fn share(&mut self, bank: &str, id: &str, to: &str) -> Result<RetainOutcome, ToolError> {
+        if to == bank {
+            return Err(ToolError::invalid(format!(
+                "to: {id} is in {to} already: share it into another bank"
+            )));
+        }
+        let m = self.get(bank, id)?;
+        if m.status != hindsight_types::Status::Active {
+            return Err(ToolError::invalid(format!(
+                "id: {id} is {}: only an active memory is shared",
+                m.status
+            )));
+        }
+        self.retain(to, m.shared_copy(bank))
+    }
+
+    fn banks(&mut self) -> Result<Vec<String>, ToolError> {
+        let store = self.store()?;
+        self.engine()?.banks(&*store).map_err(engine_error)
+    }
+
+    fn shared_bank(&mut self) -> Result<String, ToolError> {
+        Ok(self.engine()?.settings().spaces.shared_bank.clone())
     }
 }
 
@@ -589,7 +493,7 @@ mod tests {
     }
 
     #[test]
-    fn tools_list_names_only_tools_the_shared_contract_describes() {
+    fn tools_list_names_every_tool_of_the_shared_table() {
         let (mut edge, _dir) = edge_with_auth();
         let reply = post(
             &mut edge,
@@ -598,7 +502,7 @@ mod tests {
         );
         let v: Value = serde_json::from_slice(&reply.body).unwrap();
         let tools = v["result"]["tools"].as_array().unwrap();
-        assert_eq!(tools.len(), tool_schemas().len());
+        assert_eq!(tools.len(), hindsight_mcp::TOOLS.len());
         for tool in tools {
             assert!(!tool["description"].as_str().unwrap().is_empty(), "{tool}");
             assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");

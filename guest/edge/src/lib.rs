@@ -39,5 +39,5 @@ mod bindings {
 }
 
 pub use file_store::FileStore;
-pub use front::{Edge, EdgeStore, OpenStore, Reply, Request, MAX_BODY};
+pub use front::{Edge, OpenStore, Reply, Request, MAX_BODY};
 pub use sql_store::SqlStore;

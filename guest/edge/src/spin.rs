@@ -3,8 +3,10 @@
 
 use std::sync::Arc;
 
+use hindsight_types::Store;
+
 use crate::bindings::spin::sqlite::sqlite::{Connection, Error, Value};
-use crate::front::{EdgeStore, OpenStore};
+use crate::front::OpenStore;
 use crate::sql_store::{failed, Sql, SqlError, SqlStore, SqlValue};
 
 struct SpinSqlite(Connection);
@@ -59,7 +61,7 @@ fn sql_error(e: Error) -> SqlError {
 pub fn store() -> OpenStore {
     Box::new(|_data| {
         let conn = Connection::open("default").map_err(|e| failed("opening", sql_error(e)))?;
-        let store: Arc<dyn EdgeStore> = Arc::new(SqlStore::open(SpinSqlite(conn))?);
+        let store: Arc<dyn Store> = Arc::new(SqlStore::open(SpinSqlite(conn))?);
         Ok(store)
     })
 }

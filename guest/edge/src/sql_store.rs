@@ -349,7 +349,7 @@ mod tests {
     #[test]
     fn a_bank_on_the_sql_store_survives_a_reopen() {
         use hindsight_engine::test_support::HashEmbedder;
-        use hindsight_engine::{Engine, RecallQuery};
+        use hindsight_engine::{Engine, Query};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
         let engine =
@@ -361,7 +361,7 @@ mod tests {
         bank.retain(vec![item], now).unwrap();
         drop(bank);
         let mut again = engine.open_bank("agent", Box::new(store(&path))).unwrap();
-        let query = RecallQuery { query: "deploy script VPN".into(), now, ..Default::default() };
+        let query = Query { query: "deploy script VPN".into(), now: Some(now), ..Default::default() };
         let found = again.recall(query).unwrap();
         assert_eq!(found.items[0].memory.content, "The deploy script needs the VPN to be up");
     }

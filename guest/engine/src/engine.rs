@@ -49,6 +49,11 @@ impl Engine {
         self.embedder.embed_batch(texts)
     }
 
+    /// The ids of the banks `store` holds.
+    pub fn banks(&self, store: &dyn Store) -> Result<Vec<String>> {
+        crate::bank::banks(store)
+    }
+
     pub fn open_bank(&self, id: &str, store: Box<dyn Store>) -> Result<Bank> {
         Bank::open(id, store, self.embedder.clone(), self.llm.clone(), self.settings.clone())
     }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use hindsight_types::{FieldError, StoreError};
+use hindsight_types::{ErrorKind, FieldError, StoreError};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
@@ -26,6 +26,21 @@ pub enum Error {
 }
 
 impl Error {
+    /// What kind of failure it is, as every host names it.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidInput(_) => ErrorKind::InvalidInput,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::Store(_) => ErrorKind::Store,
+            Error::Model(_) => ErrorKind::Model,
+            Error::Limit(_) => ErrorKind::Limit,
+            Error::Corrupt(_) => ErrorKind::Corrupt,
+            Error::Llm(_) => ErrorKind::Llm,
+            Error::Stale(_) | Error::Conflict(_) => ErrorKind::Conflict,
+            Error::Unsupported(_) => ErrorKind::Unsupported,
+        }
+    }
+
     /// `field: problem`, the shape every validation error takes.
     pub fn invalid(field: impl Into<String>, problem: impl fmt::Display) -> Self {
         Error::InvalidInput(FieldError::new(field, problem.to_string()))
@@ -56,6 +71,15 @@ impl Error {
     }
 }
 
+impl hindsight_types::Failure for Error {
+    fn kind(&self) -> ErrorKind {
+        Error::kind(self)
+    }
+    fn message(&self) -> String {
+        Error::message(self)
+    }
+}
+
 impl From<FieldError> for Error {
     fn from(e: FieldError) -> Self {
         Error::InvalidInput(e)
@@ -74,16 +98,8 @@ impl From<StoreError> for Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self {
-            Error::InvalidInput(_) => "invalid input",
-            Error::NotFound(_) => "not found",
-            Error::Store(_) => "store error",
-            Error::Model(_) => "model error",
-            Error::Limit(_) => "limit exceeded",
-            Error::Corrupt(_) => "corrupt data",
-            Error::Llm(_) => "language model error",
-            Error::Stale(_) => "conflict",
-            Error::Unsupported(_) => "unsupported",
             Error::Conflict(_) => "conflicting write",
+            other => other.kind().label(),
         };
         write!(f, "{kind}: {}", self.message())
     }

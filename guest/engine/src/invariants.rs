@@ -11,9 +11,7 @@ use std::sync::Arc;
 use crate::llm::NoLlm;
 use crate::store::MemoryStore;
 use crate::test_support::HashEmbedder;
-use crate::{
-    Bank, Error, FeedbackOutcome, Kind, Memory, RecallQuery, RetainAction, Settings, Status, Timestamp,
-};
+use crate::{Bank, Error, FeedbackOutcome, Kind, Memory, Query, RetainAction, Settings, Status, Timestamp};
 
 const NOW: Timestamp = 1_767_225_600_000;
 
@@ -143,10 +141,10 @@ pub fn run(steps: Vec<(Step, i64)>) -> Result<(), String> {
                 }
             }
             Step::Recall(t, k, superseded) => {
-                let q = RecallQuery {
+                let q = Query {
                     query: content(&t),
                     k: Some(k),
-                    now,
+                    now: Some(now),
                     include_superseded: superseded,
                     ..Default::default()
                 };
@@ -169,7 +167,8 @@ pub fn run(steps: Vec<(Step, i64)>) -> Result<(), String> {
             }
             Step::Forget(i, hard) => {
                 if let Some(id) = pick(&known, i) {
-                    match bank.forget(&id, hard, now) {
+                    let done = if hard { bank.erase(&id, now).map(drop) } else { bank.forget(&id, now) };
+                    match done {
                         Ok(()) if hard => {
                             erased.insert(id.clone());
                             known.retain(|k| *k != id);
@@ -184,7 +183,7 @@ pub fn run(steps: Vec<(Step, i64)>) -> Result<(), String> {
                 if let Some(id) = pick(&known, i) {
                     // A restored memory is what it was before it was archived (a superseded one
                     // stays superseded); one never archived cannot be restored.
-                    let was = bank.get(&id).ok().and_then(|m| m.archived_from.map(|b| b.status));
+                    let was = bank.record(&id).ok().and_then(|m| m.archived_from.map(|b| b.status));
                     match bank.restore(&id, now) {
                         Ok(m) => check_eq!(m.status, was.unwrap_or(Status::Active), "{id} restored"),
                         Err(e) => check!(expected_error(&e), "restore: {e}"),

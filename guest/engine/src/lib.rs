@@ -6,6 +6,7 @@
 //! `filter`, `conflict`, `score`, `recall`, `prompt` → `bank` → `engine` → `wit_glue`.
 
 pub mod bank;
+pub mod defence;
 pub mod embed;
 pub mod engine;
 pub mod error;
@@ -16,7 +17,6 @@ pub mod judge;
 pub mod lexical;
 pub mod llm;
 pub mod prompt;
-pub mod recall;
 pub mod record;
 pub mod score;
 pub mod segment;
@@ -29,20 +29,14 @@ pub mod invariants;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 
-#[cfg(all(target_arch = "wasm32", feature = "component"))]
-mod wit_glue;
-
 pub use hindsight_types::settings;
 pub use hindsight_types::{
-    DistillMethod, Distilled, FailureType, FeedbackOutcome, HistoryEvent, Kind, MaintainAction,
-    MaintainReport, MaintainStep, Memory, Outcome, RetainAction, RetainOutcome, Scope, ScopeLevel, Settings,
-    Source, Stats, Status, Timestamp,
+    DistillMethod, Distilled, FailureType, FeedbackOutcome, HistoryEntry, HistoryEvent, Kind, MaintainAction,
+    MaintainReport, MaintainStep, Memory, MemoryRecord, Outcome, Query, RecallResult, Recalled, RetainAction,
+    RetainOutcome, Scope, ScopeLevel, Settings, Source, Stats, Status, TaskEnd, TaskState, Timestamp,
 };
 
-pub use bank::{
-    recall_across, Bank, Citations, Corrected, Explained, HistoryEntry, Listed, TaskEnd, FORMAT_VERSION,
-};
+pub use bank::{banks, recall_across, Bank, FORMAT_VERSION};
 pub use engine::Engine;
 pub use error::{Error, Result};
-pub use recall::{RecallQuery, RecallResult, Recalled};
 pub use record::Record;

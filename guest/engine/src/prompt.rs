@@ -1,10 +1,8 @@
 //! The block of recalled memories an agent puts in its prompt, kept within a token budget.
 
 use hindsight_types::time::date;
-use hindsight_types::{Kind, Status};
+use hindsight_types::{Kind, MemoryRecord, Recalled, Status};
 
-use crate::recall::Recalled;
-use crate::record::Record;
 use crate::text::is_cjk;
 
 /// Rough token count: one per CJK character, one per four other characters. Close enough to
@@ -77,7 +75,7 @@ pub fn block(items: &mut [Recalled], budget_tokens: usize, min_similarity: f32, 
 }
 
 fn label(item: &Recalled, conflicting: bool, home: &str) -> String {
-    let m: &Record = &item.memory;
+    let m: &MemoryRecord = &item.memory;
     let kind = match m.kind {
         Kind::Episodic => "experience",
         Kind::Semantic => "fact",
@@ -115,8 +113,9 @@ mod tests {
     use super::*;
 
     fn recalled(text: &str) -> Recalled {
-        let memory =
-            crate::record::build(Memory::new(text), "a".into(), 0, &Settings::default(), "m").unwrap();
+        let memory = crate::record::build(Memory::new(text), "a".into(), 0, &Settings::default(), "m")
+            .unwrap()
+            .to_public();
         Recalled {
             memory,
             score: Score { lexical: 0.1, ..Default::default() },

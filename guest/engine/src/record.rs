@@ -1,9 +1,9 @@
 //! The stored memory record, how a retained item becomes one, and the invariants between them.
 
-use hindsight_types::settings::{Limits, Settings};
+use hindsight_types::settings::{FeedbackSettings, Limits, Settings};
 use hindsight_types::time::Timestamp;
 use hindsight_types::{
-    FailureType, Kind, Memory, MemoryRecord, Scope, ScopeLevel, Source, Status, UseRecord,
+    FailureType, FeedbackOutcome, Kind, Memory, MemoryRecord, Scope, ScopeLevel, Source, Status, UseRecord,
 };
 use serde::{Deserialize, Serialize};
 
@@ -197,6 +197,44 @@ impl Record {
         self.last_accessed_at = Some(now.clamp(self.created_at, wall));
     }
 
+    /// Confirmed once more (retained again, or a success): used now, one more reinforcement
+    /// (a longer recency half-life), confidence up by `step` to at most `cap`.
+    pub fn reinforce(&mut self, now: Timestamp, step: f32, cap: f32) {
+        self.access_count = self.access_count.saturating_add(1);
+        self.touch(now);
+        self.reinforcements = self.reinforcements.saturating_add(1);
+        self.decay_periods = 0;
+        if self.confidence < cap {
+            self.confidence = (self.confidence + step).min(cap);
+        }
+        self.updated_at = now;
+    }
+
+    /// A verdict's effect: its confidence, and the helpful / unhelpful counts.
+    pub fn apply_feedback(&mut self, outcome: FeedbackOutcome, f: &FeedbackSettings, now: Timestamp) {
+        match outcome {
+            FeedbackOutcome::Success => {
+                self.reinforce(now, f.success_step, f.success_cap);
+                self.helpful = self.helpful.saturating_add(1);
+            }
+            FeedbackOutcome::Failure => {
+                if self.confidence > f.failure_floor {
+                    self.confidence = (self.confidence - f.failure_step).max(f.failure_floor);
+                }
+                self.unhelpful = self.unhelpful.saturating_add(1);
+            }
+            FeedbackOutcome::Correction => {
+                self.confidence *= f.correction_factor;
+                self.unhelpful = self.unhelpful.saturating_add(1);
+            }
+        }
+    }
+
+    /// Recalled `unused_after` times or more, and never cited nor marked helpful.
+    pub fn never_useful(&self, unused_after: u32) -> bool {
+        self.recalled() >= unused_after && self.cited == 0 && self.helpful == 0
+    }
+
     /// The record as the API shows it (without the engine's own bookkeeping).
     pub fn to_public(&self) -> MemoryRecord {
         MemoryRecord {
@@ -230,13 +268,78 @@ impl Record {
     }
 }
 
+/// The free-text fields of an item or a record, checked alike for retain and import.
+struct Fields<'a> {
+    task_type: Option<&'a str>,
+    task_description: Option<&'a str>,
+    agent_id: Option<&'a str>,
+    context: Option<&'a str>,
+    tags: &'a [String],
+    metadata: &'a [(String, String)],
+}
+
+fn check_fields(f: &Fields, limits: &Limits) -> Result<()> {
+    for (field, value) in
+        [("task_type", f.task_type), ("task_description", f.task_description), ("agent_id", f.agent_id)]
+    {
+        if let Some(v) = value {
+            check_text(field, v, limits.max_field_bytes)?;
+        }
+    }
+    if let Some(context) = f.context {
+        if context.len() > limits.max_content_bytes {
+            return Err(Error::invalid("context", "is longer than the content limit"));
+        }
+        serde_json::from_str::<serde_json::Value>(context)
+            .map_err(|e| Error::invalid("context", format!("must be JSON text: {e}")))?;
+    }
+    if f.tags.len() > limits.max_tags {
+        return Err(Error::invalid(
+            "tags",
+            format!("{} tags; the limit is {}", f.tags.len(), limits.max_tags),
+        ));
+    }
+    for (i, tag) in f.tags.iter().enumerate() {
+        check_text(&format!("tags[{i}]"), tag.trim(), limits.max_field_bytes)?;
+    }
+    if f.metadata.len() > limits.max_metadata_pairs {
+        return Err(Error::invalid(
+            "metadata",
+            format!("{} pairs; the limit is {}", f.metadata.len(), limits.max_metadata_pairs),
+        ));
+    }
+    for (key, value) in f.metadata {
+        check_text("metadata key", key, limits.max_field_bytes)?;
+        if value.len() > limits.max_field_bytes {
+            return Err(Error::invalid(
+                format!("metadata[{key}]"),
+                format!("value is longer than {} bytes", limits.max_field_bytes),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A time after `now` (by more than a day's clock skew) is a typo of the year or a forgery: it
+/// would never age.
+fn check_not_future(field: &str, at: Timestamp, now: Timestamp) -> Result<()> {
+    if at > now.saturating_add(hindsight_types::time::DAY_MS) {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{} is after now ({})",
+                hindsight_types::time::format_iso(at),
+                hindsight_types::time::format_iso(now)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a record read from an export before it is stored as it is: its id (the engine's
 /// alphabet, so no key or handle syntax), its content and its scores.
-pub fn check_imported(m: &Record, settings: &Settings) -> Result<()> {
-    let id_ok = !m.id.is_empty()
-        && m.id.len() <= 64
-        && m.id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if !id_ok {
+pub fn check_imported(m: &Record, settings: &Settings, now: Timestamp) -> Result<()> {
+    if !is_memory_id(&m.id) {
         return Err(Error::invalid(
             "id",
             format!("{:?} is not a memory id (1 to 64 of A-Z a-z 0-9 - _)", m.id),
@@ -252,7 +355,68 @@ pub fn check_imported(m: &Record, settings: &Settings) -> Result<()> {
     unit_interval("importance", Some(m.importance))?;
     unit_interval("confidence", Some(m.confidence))?;
     validate_scope(&m.scope, &settings.limits)?;
+    check_fields(
+        &Fields {
+            task_type: m.task_type.as_deref(),
+            task_description: m.task_description.as_deref(),
+            agent_id: m.agent_id.as_deref(),
+            context: m.context.as_deref(),
+            tags: &m.tags,
+            metadata: &m.metadata,
+        },
+        &settings.limits,
+    )?;
+    for (field, at) in [("occurred_at", Some(m.occurred_at)), ("created_at", Some(m.created_at))]
+        .into_iter()
+        .chain([("updated_at", Some(m.updated_at)), ("last_accessed_at", m.last_accessed_at)])
+        .chain([("status_changed_at", m.status_changed_at)])
+    {
+        if let Some(at) = at {
+            check_not_future(field, at, now)?;
+        }
+    }
+    if let Some(until) = m.valid_until {
+        if until <= m.occurred_at {
+            return Err(Error::invalid("valid_until", "must be later than the memory's occurred_at time"));
+        }
+    }
+    for (field, ids) in [("supersedes", &m.supersedes), ("conflicts_with", &m.conflicts_with)] {
+        if ids.len() > settings.limits.max_tags * 4 {
+            return Err(Error::invalid(
+                field,
+                format!("{} ids; the most is {}", ids.len(), settings.limits.max_tags * 4),
+            ));
+        }
+        if let Some(bad) = ids.iter().find(|id| !is_memory_id(id) || **id == m.id) {
+            return Err(Error::invalid(field, format!("{bad:?} is not another memory's id")));
+        }
+    }
+    if let Some(by) = &m.superseded_by {
+        if !is_memory_id(by) || *by == m.id {
+            return Err(Error::invalid("superseded_by", format!("{by:?} is not another memory's id")));
+        }
+    }
+    let replaced = matches!(m.status, Status::Superseded | Status::Merged);
+    if replaced != m.superseded_by.is_some() {
+        return Err(Error::invalid(
+            "superseded_by",
+            format!("a memory {} {} superseded_by", m.status, if replaced { "needs" } else { "has no" }),
+        ));
+    }
+    if m.events.len() > MAX_EVENTS {
+        return Err(Error::invalid(
+            "events",
+            format!("{} events; the most kept is {MAX_EVENTS}", m.events.len()),
+        ));
+    }
     Ok(())
+}
+
+/// The engine's memory ids: 1 to 64 of `A-Z a-z 0-9 - _` (no key or handle syntax).
+pub fn is_memory_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Checks every field of a retained item, then builds its record with the settings' defaults
@@ -275,49 +439,22 @@ pub fn build(
             format!("is {} bytes; the limit is {} bytes", content.len(), limits.max_content_bytes),
         ));
     }
-    for (field, value) in [
-        ("task_type", &item.task_type),
-        ("task_description", &item.task_description),
-        ("agent_id", &item.agent_id),
-    ] {
-        if let Some(v) = value {
-            check_text(field, v, limits.max_field_bytes)?;
-        }
-    }
-    if let Some(context) = &item.context {
-        if context.len() > limits.max_content_bytes {
-            return Err(Error::invalid("context", "is longer than the content limit"));
-        }
-        serde_json::from_str::<serde_json::Value>(context)
-            .map_err(|e| Error::invalid("context", format!("must be JSON text: {e}")))?;
-    }
-    if item.tags.len() > limits.max_tags {
-        return Err(Error::invalid(
-            "tags",
-            format!("{} tags; the limit is {}", item.tags.len(), limits.max_tags),
-        ));
-    }
+    check_fields(
+        &Fields {
+            task_type: item.task_type.as_deref(),
+            task_description: item.task_description.as_deref(),
+            agent_id: item.agent_id.as_deref(),
+            context: item.context.as_deref(),
+            tags: &item.tags,
+            metadata: &item.metadata,
+        },
+        limits,
+    )?;
     let mut tags = Vec::with_capacity(item.tags.len());
-    for (i, tag) in item.tags.iter().enumerate() {
+    for tag in &item.tags {
         let tag = tag.trim();
-        check_text(&format!("tags[{i}]"), tag, limits.max_field_bytes)?;
         if !tags.iter().any(|t: &String| t == tag) {
             tags.push(tag.to_string());
-        }
-    }
-    if item.metadata.len() > limits.max_metadata_pairs {
-        return Err(Error::invalid(
-            "metadata",
-            format!("{} pairs; the limit is {}", item.metadata.len(), limits.max_metadata_pairs),
-        ));
-    }
-    for (key, value) in &item.metadata {
-        check_text("metadata key", key, limits.max_field_bytes)?;
-        if value.len() > limits.max_field_bytes {
-            return Err(Error::invalid(
-                format!("metadata[{key}]"),
-                format!("value is longer than {} bytes", limits.max_field_bytes),
-            ));
         }
     }
     let scope = item.scope.unwrap_or(Scope::GLOBAL);
@@ -328,16 +465,9 @@ pub fn build(
         .unwrap_or_else(|| settings.defaults.confidence_for(source));
     let occurred_at = item.occurred_at.unwrap_or(now);
     // An event dated after "now" would never age or go stale: a typo of the year, most likely.
-    if occurred_at > now.saturating_add(hindsight_types::time::DAY_MS) {
-        return Err(Error::invalid(
-            "occurred_at",
-            format!(
-                "{} is after now ({}): a memory records what already happened",
-                hindsight_types::time::format_iso(occurred_at),
-                hindsight_types::time::format_iso(now)
-            ),
-        ));
-    }
+    check_not_future("occurred_at", occurred_at, now).map_err(|e| {
+        Error::invalid("occurred_at", format!("{}: a memory records what already happened", e.message()))
+    })?;
     if let Some(until) = item.valid_until {
         if until <= occurred_at {
             return Err(Error::invalid("valid_until", "must be later than the memory's occurred_at time"));

@@ -3,7 +3,7 @@
 
 use hindsight_types::settings::TaskSettings;
 use hindsight_types::time::{format_iso, Timestamp};
-use hindsight_types::{DistillMethod, Outcome, StepKind, TaskUpdate};
+use hindsight_types::{DistillMethod, NewTask, Outcome, StepKind, TaskState, TaskUpdate, ToolCall};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -51,16 +51,14 @@ pub struct Task {
     /// it is `handles[2]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub handles: Vec<String>,
+    /// Who works on it: the memories distilled from it carry this agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
 }
 
-/// A tool call paired with the result that followed it, if any.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    pub tool: String,
-    pub input: String,
-    pub result: Option<String>,
-    pub error: bool,
-    pub at: Timestamp,
+/// The start of a long id, for an error message.
+fn truncate(id: &str) -> String {
+    id.chars().take(40).collect()
 }
 
 /// The longest goal and task type (updates are bounded by `tasks.max_text_bytes`).
@@ -78,9 +76,10 @@ fn text(field: &str, value: &str, max_bytes: usize) -> Result<String> {
 }
 
 impl Task {
-    pub fn new(id: String, goal: &str, task_type: Option<String>, now: Timestamp) -> Result<Task> {
-        let goal = text("goal", goal, MAX_GOAL)?;
-        let task_type = task_type.map(|t| text("task_type", &t, MAX_GOAL)).transpose()?;
+    pub fn new(id: String, new: &NewTask, now: Timestamp) -> Result<Task> {
+        let goal = text("goal", &new.goal, MAX_GOAL)?;
+        let task_type = new.task_type.as_deref().map(|t| text("task_type", t, MAX_GOAL)).transpose()?;
+        let agent_id = new.agent_id.as_deref().map(|a| text("agent_id", a, 1024)).transpose()?;
         Ok(Task {
             id,
             goal,
@@ -99,6 +98,7 @@ impl Task {
             detail: None,
             distilled: None,
             handles: Vec::new(),
+            agent_id,
         })
     }
 
@@ -193,6 +193,42 @@ impl Task {
         Ok(changed)
     }
 
+    /// Checks a task read from an export before it is stored as it is: its id, its text within
+    /// the limits a task grows to, its times not in the future.
+    pub fn check_imported(&self, limits: &TaskSettings, now: Timestamp) -> Result<()> {
+        if !crate::record::is_memory_id(&self.id) {
+            return Err(Error::invalid(
+                "id",
+                format!("{:?} is not a task id (1 to 64 of A-Z a-z 0-9 - _)", truncate(&self.id)),
+            ));
+        }
+        text("goal", &self.goal, MAX_GOAL)?;
+        if let Some(t) = &self.task_type {
+            text("task_type", t, 1024)?;
+        }
+        if self.steps.len() > limits.max_steps as usize {
+            return Err(Error::invalid(
+                "steps",
+                format!("{} steps; the limit is {}", self.steps.len(), limits.max_steps),
+            ));
+        }
+        if self.text_bytes() > limits.max_total_bytes as usize {
+            return Err(Error::invalid(
+                "task",
+                format!("holds more than {} bytes of text", limits.max_total_bytes),
+            ));
+        }
+        let day = hindsight_types::time::DAY_MS;
+        let times = [self.started_at, self.updated_at]
+            .into_iter()
+            .chain(self.ended_at)
+            .chain(self.steps.iter().map(|s| s.at));
+        if let Some(t) = times.into_iter().find(|&t| t > now.saturating_add(day)) {
+            return Err(Error::invalid("task", format!("a time ({}) after now", format_iso(t))));
+        }
+        Ok(())
+    }
+
     /// Bytes of text the task holds.
     pub fn text_bytes(&self) -> usize {
         let lists = [&self.confirmed_facts, &self.assumptions, &self.open_questions, &self.notes];
@@ -275,6 +311,40 @@ impl Task {
         calls
     }
 
+    /// The task as the API shows it: its working memory, steps and paired tool calls (without
+    /// the engine's own bookkeeping: citation handles, distillation).
+    pub fn to_state(&self) -> TaskState {
+        TaskState {
+            id: self.id.clone(),
+            goal: self.goal.clone(),
+            task_type: self.task_type.clone(),
+            version: self.version,
+            started_at: self.started_at,
+            updated_at: self.updated_at,
+            confirmed_facts: self.confirmed_facts.clone(),
+            assumptions: self.assumptions.clone(),
+            open_questions: self.open_questions.clone(),
+            notes: self.notes.clone(),
+            current_step: self.current_step.clone(),
+            tool_calls: self.tool_calls(),
+            steps: self
+                .steps
+                .iter()
+                .map(|s| hindsight_types::Step {
+                    id: s.id.clone(),
+                    kind: s.kind,
+                    text: s.text.clone(),
+                    tool: s.tool.clone(),
+                    error: s.error,
+                    at: Some(s.at),
+                })
+                .collect(),
+            ended_at: self.ended_at,
+            outcome: self.outcome,
+            detail: self.detail.clone(),
+        }
+    }
+
     /// The user asked for this to be remembered ("remember this", 记住).
     pub fn user_asked_to_remember(&self) -> bool {
         self.steps.iter().filter(|s| s.kind == StepKind::UserMessage).any(|s| asks_to_remember(&s.text))
@@ -295,7 +365,7 @@ mod tests {
 
     #[test]
     fn the_same_update_twice_changes_nothing() {
-        let mut t = Task::new("t1".into(), "clean the sales CSV", None, 0).unwrap();
+        let mut t = Task::new("t1".into(), &NewTask::new("clean the sales CSV"), 0).unwrap();
         let with_id =
             |id: &str| TaskUpdate::Step(hindsight_types::Step::thought("look at the header").id(id));
         assert!(t.apply(with_id("s1"), None, 1, &limits()).unwrap());
@@ -312,7 +382,7 @@ mod tests {
     #[test]
     fn step_idempotency_merges_retries_only_under_an_id() {
         // Finding 13: call → 503 → the same call → 503 → the same call → 200 is six steps.
-        let mut t = Task::new("t1".into(), "export", None, 0).unwrap();
+        let mut t = Task::new("t1".into(), &NewTask::new("export"), 0).unwrap();
         let call = || TaskUpdate::Step(hindsight_types::Step::tool_call("http", "GET /export"));
         let failed = || {
             TaskUpdate::Step(hindsight_types::Step::tool_result("http", "503 Service Unavailable").error())
@@ -329,7 +399,7 @@ mod tests {
     #[test]
     fn a_task_past_its_step_or_size_cap_is_refused_and_unchanged() {
         let tight = TaskSettings { max_steps: 2, max_text_bytes: 100, max_total_bytes: 150 };
-        let mut t = Task::new("t1".into(), "goal", None, 0).unwrap();
+        let mut t = Task::new("t1".into(), &NewTask::new("goal"), 0).unwrap();
         t.apply(step(StepKind::Thought, "one"), None, 1, &tight).unwrap();
         t.apply(step(StepKind::Thought, "two"), None, 1, &tight).unwrap();
         let err = t.apply(step(StepKind::Thought, "three"), None, 1, &tight).unwrap_err();
@@ -345,7 +415,7 @@ mod tests {
 
     #[test]
     fn a_stale_version_is_refused_and_changes_nothing() {
-        let mut t = Task::new("t1".into(), "goal", None, 0).unwrap();
+        let mut t = Task::new("t1".into(), &NewTask::new("goal"), 0).unwrap();
         t.apply(TaskUpdate::Note("a".into()), Some(1), 1, &limits()).unwrap();
         let err = t.apply(TaskUpdate::Note("b".into()), Some(1), 2, &limits()).unwrap_err();
         assert!(matches!(&err, Error::Stale(m) if m.contains("at version 2")), "{err}");
@@ -354,7 +424,7 @@ mod tests {
 
     #[test]
     fn tool_results_pair_with_their_calls() {
-        let mut t = Task::new("t1".into(), "goal", None, 0).unwrap();
+        let mut t = Task::new("t1".into(), &NewTask::new("goal"), 0).unwrap();
         let call = |kind, text: &str, error| {
             let step = hindsight_types::Step {
                 tool: Some("http".into()),

@@ -19,24 +19,3 @@ pub const MEMORY_STATS: &str =
 pub const MEMORY_RESTORE: &str = "Bring an archived (softly forgotten) memory back. Returns the memory.";
 pub const MEMORY_BANKS: &str = "The banks in the store (those the caller may read, with auth).";
 pub const MEMORY_UNSUPERSEDE: &str = "Undo a wrong supersede: a superseded memory (see memory_history) becomes active again and is kept beside the memory that replaced it, both flagged as conflicting, so the same pair is not superseded again. Returns the memory.";
-
-/// Every tool, by name, in the order servers list them.
-pub const TOOLS: &[(&str, &str)] = &[
-    ("memory_write", MEMORY_WRITE),
-    ("memory_search", MEMORY_SEARCH),
-    ("memory_summarize", MEMORY_SUMMARIZE),
-    ("memory_forget", MEMORY_FORGET),
-    ("memory_feedback", MEMORY_FEEDBACK),
-    ("memory_task_delete", MEMORY_TASK_DELETE),
-    ("memory_history", MEMORY_HISTORY),
-    ("memory_share", MEMORY_SHARE),
-    ("memory_list", MEMORY_LIST),
-    ("memory_get", MEMORY_GET),
-    ("memory_correct", MEMORY_CORRECT),
-    ("memory_explain", MEMORY_EXPLAIN),
-    ("memory_audit", MEMORY_AUDIT),
-    ("memory_stats", MEMORY_STATS),
-    ("memory_restore", MEMORY_RESTORE),
-    ("memory_banks", MEMORY_BANKS),
-    ("memory_unsupersede", MEMORY_UNSUPERSEDE),
-];

@@ -1,13 +1,15 @@
-//! The MCP tools' contract, one home for every server that offers them — `hindsight mcp` and
-//! `hindsight serve --http` (rmcp, on the host library) and the edge component (its own JSON-RPC
-//! front, on the engine): tool names and descriptions, argument shapes and their JSON Schemas, and
-//! how arguments become queries. The servers differ only in how they reach a bank.
+//! The MCP tools, one home for every server that offers them — `hindsight mcp` and `hindsight
+//! serve --http` (rmcp, over the host library) and the edge component (its own JSON-RPC front,
+//! over the engine): tool names and descriptions, argument shapes and their JSON Schemas, and the
+//! dispatcher ([`call`]) that checks rights and runs each tool on a server's [`Backend`]. The
+//! servers differ only in how they reach a bank and move bytes.
 
 mod args;
 pub mod describe;
+mod dispatch;
 
 pub use args::*;
-pub use describe::TOOLS;
+pub use dispatch::{call, tool, tools_list, Access, Backend, Caller, Tool, ToolError, TOOLS};
 
 use hindsight_types::{FieldError, Kind, ListQuery, Named, Query, Scope};
 use serde_json::{json, Value};

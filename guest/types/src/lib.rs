@@ -20,24 +20,27 @@ mod records;
 pub mod settings;
 pub mod store;
 pub mod time;
+#[doc(hidden)]
+pub mod wit_map;
 
 pub use access::{Denied, Principal, Principals, Right, MIN_TOKEN_CHARS};
 pub use audit::{
     Audit, AuditItem, Cascaded, Correction, Explanation, ExportPage, ImportReport, ListPage, ListQuery,
     RecallHit, RecallLogEntry, UseRecord,
 };
-pub use error::FieldError;
+pub use error::{Failure, FieldError};
 pub use ids::validate_bank_id;
 pub use item::{split_list, Memory, Scope};
 pub use llm::{Llm, LlmError, LlmRequest, LlmResponse, NoLlm};
 pub use names::{
-    DistillMethod, FailureType, FeedbackOutcome, HistoryEvent, Kind, ListOrder, LlmOperation, MaintainAction,
-    Named, Outcome, RetainAction, ScopeLevel, Source, Status, StepKind, UseEvent,
+    DistillMethod, ErrorKind, FailureType, FeedbackOutcome, HistoryEvent, Kind, ListOrder, LlmOperation,
+    MaintainAction, Named, Outcome, RetainAction, ScopeLevel, Source, Status, StepKind, UseEvent,
 };
 pub use random::random_u64;
 pub use records::{
-    Distilled, EndTask, HistoryEntry, MaintainReport, MaintainStep, MemoryRecord, NewTask, Query,
+    Distilled, EndTask, Erasure, HistoryEntry, MaintainReport, MaintainStep, MemoryRecord, NewTask, Query,
     RecallResult, Recalled, RetainOutcome, Score, Stats, Step, TaskEnd, TaskState, TaskUpdate, ToolCall,
+    Trajectory,
 };
 pub use settings::Settings;
 pub use store::{MemoryStore, Op, Store, StoreError};

@@ -209,6 +209,57 @@ named!(
 );
 
 named!(
+    /// What kind of failure an error is: one name for the engine, every host, the CLI's
+    /// `--json` errors and the MCP tools.
+    ErrorKind {
+        /// A field of the input is wrong.
+        InvalidInput = "invalid-input",
+        /// No such memory, task, bank or file.
+        NotFound = "not-found",
+        /// The principal acting has no right to do this to the bank.
+        Denied = "denied",
+        /// The store failed.
+        Store = "store",
+        /// The embedding model is missing, unreadable or failed.
+        Model = "model",
+        /// A configured size limit was exceeded.
+        Limit = "limit",
+        /// Stored data could not be read back.
+        Corrupt = "corrupt",
+        /// The language model was needed and is unavailable, failed, or answered unusably.
+        Llm = "llm",
+        /// Another writer changed it first; nothing was changed.
+        Conflict = "conflict",
+        /// The stored data was written by a newer version.
+        Unsupported = "unsupported",
+        /// The component stopped (deadline, memory cap, a bug); the next call starts afresh.
+        Trap = "trap",
+        /// The host is configured wrongly.
+        Config = "config",
+    }
+);
+
+impl ErrorKind {
+    /// How a message of this kind starts, in words (`invalid input: …`).
+    pub fn label(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "invalid input",
+            ErrorKind::NotFound => "not found",
+            ErrorKind::Denied => "denied",
+            ErrorKind::Store => "store error",
+            ErrorKind::Model => "model error",
+            ErrorKind::Limit => "limit exceeded",
+            ErrorKind::Corrupt => "corrupt data",
+            ErrorKind::Llm => "language model error",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Trap => "the component stopped",
+            ErrorKind::Config => "configuration error",
+        }
+    }
+}
+
+named!(
     /// What an LLM call is for; hosts may route each to its own model.
     LlmOperation {
         /// Distilling a finished task into memories.

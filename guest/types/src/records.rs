@@ -74,6 +74,34 @@ impl MemoryRecord {
     pub fn meta(&self, key: &str) -> Option<&str> {
         self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
+
+    /// The item that shares this memory (of bank `from`) into another bank: what it says and how
+    /// much it is worth, with `metadata.shared_from` = `from/id`. Not the private context it was
+    /// made in: the task it was distilled from, that task's description, the tool context.
+    pub fn shared_copy(&self, from: &str) -> crate::Memory {
+        let metadata = self
+            .metadata
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "shared_from" | "task" | "task_outcome"))
+            .cloned()
+            .chain([("shared_from".to_string(), format!("{from}/{}", self.id))])
+            .collect();
+        crate::Memory {
+            kind: Some(self.kind),
+            task_type: self.task_type.clone(),
+            tags: self.tags.clone(),
+            scope: Some(self.scope.clone()),
+            agent_id: self.agent_id.clone(),
+            importance: Some(self.importance),
+            confidence: Some(self.confidence),
+            source: Some(self.source),
+            failure_type: self.failure_type,
+            occurred_at: Some(self.occurred_at),
+            valid_until: self.valid_until,
+            metadata,
+            ..crate::Memory::new(self.content.clone())
+        }
+    }
 }
 
 /// Six decimals: enough to compare scores across hosts, without f32 noise in the output.
@@ -803,6 +831,56 @@ impl From<Outcome> for EndTask {
     }
 }
 
+/// What a hard forget erased, and what it could not: a receipt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Erasure {
+    /// Every memory record erased, as `bank/id`: the one asked for, the records merged into it,
+    /// and the copies shared from it into other banks.
+    pub memories: Vec<String>,
+    /// Their vectors, and their entries in the keyword index.
+    pub vectors: u32,
+    /// Recall-log entries the erased ids were taken out of.
+    pub recall_log_entries: u32,
+    /// Tasks whose texts held the memory's text (the one it was distilled from, ones whose facts
+    /// reinforced it), now marked erased, as `bank/task`; and tasks whose citation handles named it.
+    pub tasks: Vec<String>,
+    /// Where a trace remains that the engine cannot remove (the host adds its own: PostgreSQL's
+    /// dead tuples until VACUUM, an export file already written).
+    pub remaining: Vec<String>,
+}
+
+/// A whole task told at once, to distil: begun, filled with its steps and facts and ended in one
+/// call, kept whole or not at all (what an agent that did not keep working memory hands over).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trajectory {
+    /// What the task set out to do.
+    pub goal: String,
+    /// Its kind, e.g. `data-cleaning`.
+    pub task_type: Option<String>,
+    /// Who worked on it.
+    pub agent_id: Option<String>,
+    /// The step log, in order.
+    pub steps: Vec<Step>,
+    /// Facts confirmed along the way.
+    pub facts: Vec<String>,
+    /// How it ended, a detail, and whether to distil even a short task.
+    pub end: EndTask,
+}
+
+impl Trajectory {
+    /// A trajectory with this goal and outcome and nothing else yet.
+    pub fn new(goal: impl Into<String>, end: impl Into<EndTask>) -> Trajectory {
+        Trajectory {
+            goal: goal.into(),
+            task_type: None,
+            agent_id: None,
+            steps: Vec::new(),
+            facts: Vec::new(),
+            end: end.into(),
+        }
+    }
+}
+
 /// A task to begin: its goal and, optionally, its type.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTask {
@@ -810,12 +888,14 @@ pub struct NewTask {
     pub goal: String,
     /// Its kind, e.g. `data-cleaning`.
     pub task_type: Option<String>,
+    /// Who works on it: the memories distilled from it carry this agent.
+    pub agent_id: Option<String>,
 }
 
 impl NewTask {
     /// A task with this goal.
     pub fn new(goal: impl Into<String>) -> NewTask {
-        NewTask { goal: goal.into(), task_type: None }
+        NewTask { goal: goal.into(), task_type: None, agent_id: None }
     }
 
     /// Its kind.

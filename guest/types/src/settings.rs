@@ -61,13 +61,18 @@ impl Default for AuditSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SpacesSettings {
-    /// Where a distilled lesson marked `share` is written (instead of the task's own bank).
+    /// Where a copy of a distilled lesson marked `share` goes (the task's own bank keeps the
+    /// lesson too), when `share_lessons` is on and the caller may write there.
     pub shared_bank: String,
+    /// Copy lessons the LLM marks as general knowledge to `shared_bank`. Off by default: the mark
+    /// comes from a model that reads tool output. Never copied, whatever the mark: what the user
+    /// said, preferences and constraints, and text holding a secret.
+    pub share_lessons: bool,
 }
 
 impl Default for SpacesSettings {
     fn default() -> Self {
-        SpacesSettings { shared_bank: "shared".into() }
+        SpacesSettings { shared_bank: "shared".into(), share_lessons: false }
     }
 }
 

@@ -65,10 +65,23 @@ pub trait Store: Send + Sync {
     /// Applies every op or none.
     fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError>;
 
+    /// Catches up on what other writers committed, for a store that answers reads from its own
+    /// copy (a store that reads through to its database has nothing to do). A writer waiting
+    /// for another calls it, or it would wait on what it saw when it began.
+    fn refresh(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Moves whatever the store keeps beside its main data (a write-ahead log) into it, so
     /// erased bytes are gone from disk too. Hosts call it when they shut down.
     fn checkpoint(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    /// Where an erased value may still be found after its commit and a checkpoint (old row
+    /// versions a database keeps until it is vacuumed, say), for a hard forget's receipt.
+    fn erasure_remains(&self) -> Vec<String> {
+        Vec::new()
     }
 }
 
@@ -87,8 +100,14 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
         (**self).commit(ops)
     }
+    fn refresh(&self) -> Result<(), StoreError> {
+        (**self).refresh()
+    }
     fn checkpoint(&self) -> Result<(), StoreError> {
         (**self).checkpoint()
+    }
+    fn erasure_remains(&self) -> Vec<String> {
+        (**self).erasure_remains()
     }
 }
 
@@ -107,8 +126,14 @@ impl<S: Store + ?Sized> Store for Box<S> {
     fn commit(&self, ops: Vec<Op>) -> Result<(), StoreError> {
         (**self).commit(ops)
     }
+    fn refresh(&self) -> Result<(), StoreError> {
+        (**self).refresh()
+    }
     fn checkpoint(&self) -> Result<(), StoreError> {
         (**self).checkpoint()
+    }
+    fn erasure_remains(&self) -> Vec<String> {
+        (**self).erasure_remains()
     }
 }
 

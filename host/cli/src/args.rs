@@ -133,7 +133,8 @@ pub enum Command {
         #[arg(long, value_name = "BANK")]
         to: String,
     },
-    /// Forget a memory: archived (restorable), or with --hard erased from the store.
+    /// Forget a memory: archived (restorable), or with --hard erased with every copy of its text
+    /// (prints the receipt: what was erased, and what remains).
     Forget {
         /// The memory's id.
         id: String,
@@ -155,6 +156,11 @@ pub enum Command {
     Stats,
     /// The banks in the database.
     Banks,
+    /// Work on a bank as a whole: `bank delete NAME --yes`.
+    Bank {
+        #[command(subcommand)]
+        command: BankCommand,
+    },
     /// Tell the bank how recalled memories worked out (--ids with --outcome), or which ones were
     /// used (--used).
     Feedback {
@@ -250,10 +256,6 @@ pub enum Command {
     },
     /// Retain a dozen agent experiences in a temporary bank and recall for three new tasks.
     Demo,
-    /// Latency and throughput of the component (and of the same core natively).
-    Bench(BenchArgs),
-    /// Retrieval recall@k on LoCoMo-style turns and questions (JSONL), through the component.
-    Eval(EvalArgs),
     /// Serve the memory tools over MCP on stdin/stdout (for an MCP client's server config).
     Mcp(PoolArgs),
     /// Serve the memory tools over MCP's streamable HTTP transport, at /mcp.
@@ -382,6 +384,19 @@ pub struct ExpectVersion {
     /// Refuse the update unless the task is at this version.
     #[arg(long, value_name = "N")]
     pub expect_version: Option<u32>,
+}
+
+#[derive(Subcommand)]
+pub enum BankCommand {
+    /// Delete a bank whole: every memory, task and recall-log entry, in one commit (to retry a
+    /// failed import into it, say). Not restorable.
+    Delete {
+        /// The bank.
+        name: String,
+        /// Yes, delete it.
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -547,42 +562,4 @@ pub struct ListArgs {
     /// Continue after the page that printed this next_cursor.
     #[arg(long)]
     pub cursor: Option<String>,
-}
-
-#[derive(Args)]
-pub struct BenchArgs {
-    /// Bank sizes to measure recall at, comma-separated.
-    #[arg(long, default_value = "1000,10000,100000", value_name = "N,N")]
-    pub sizes: String,
-    /// Timed repetitions per measurement.
-    #[arg(long, default_value_t = 20, value_name = "N")]
-    pub runs: usize,
-    /// Also measure this store on the same model, texts and vectors (in a Python venv it sets
-    /// up from the package index) and print both side by side.
-    #[arg(long, value_name = "NAME", value_parser = ["chroma"])]
-    pub peer: Option<String>,
-    /// Texts to time ingest with embedding and recall on: JSON lines with a "text" (or
-    /// "content") field, LoCoMo's turns.jsonl for one. Default: 300 synthetic memories.
-    #[arg(long, value_name = "FILE")]
-    pub texts: Option<PathBuf>,
-}
-
-#[derive(Args)]
-pub struct EvalArgs {
-    /// Write decisions on labelled pairs, one JSON object a line (id, lang, old, new, kind,
-    /// label: supersede, duplicate or keep_both): precision and recall of each decision.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["turns", "questions"])]
-    pub pairs: Option<PathBuf>,
-    /// Turns, one JSON object a line (conv_id, dia_id, session_date, speaker, text, blip_caption).
-    #[arg(long, value_name = "FILE", requires = "questions", required_unless_present = "pairs")]
-    pub turns: Option<PathBuf>,
-    /// Questions, one JSON object a line (conv_id, question, category, evidence).
-    #[arg(long, value_name = "FILE", requires = "turns")]
-    pub questions: Option<PathBuf>,
-    /// Comma-separated cut-offs.
-    #[arg(long, default_value = "5,10,25,50", value_name = "K,K")]
-    pub k: String,
-    /// Build the banks afresh instead of reusing those of an earlier run on the same turns.
-    #[arg(long)]
-    pub no_cache: bool,
 }

@@ -62,7 +62,7 @@ impl From<hindsight::Error> for CliError {
             hindsight::Error::InvalidInput { item, field, message } => {
                 CliError { kind: "invalid-input", message, field: Some(field), item, line: None }
             }
-            other => CliError::new(other.kind(), other.to_string()),
+            other => CliError::new(hindsight::Named::as_str(other.kind()), other.to_string()),
         }
     }
 }

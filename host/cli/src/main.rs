@@ -14,19 +14,15 @@ use hindsight::{
 use serde_json::{json, Value};
 
 mod args;
-mod bench;
 mod demo;
 mod error;
-mod eval;
-mod eval_pairs;
 mod mcp;
 mod model;
-mod peer;
 mod render;
 mod retain_file;
 mod transfer;
 
-use args::{Cli, Command, Global, ModelCommand, RecallArgs, RetainArgs, TaskCommand};
+use args::{BankCommand, Cli, Command, Global, ModelCommand, RecallArgs, RetainArgs, TaskCommand};
 use error::{CliError, CliResult};
 
 fn main() -> ExitCode {
@@ -171,11 +167,6 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
         }
         Command::Demo => demo::run(builder(&g, Some(1))?)?,
         Command::Retain(args) => return retain(&g, *args),
-        Command::Bench(args) => bench::run(&g, builder(&g, Some(1))?, &settings(&g)?, &args)?,
-        Command::Eval(args) => match &args.pairs {
-            Some(pairs) => eval_pairs::run(&g, builder(&g, Some(1))?, pairs)?,
-            None => eval::run(&g, builder(&g, None)?, &settings(&g)?, &args)?,
-        },
         Command::Mcp(pool) => {
             let hs = with_db(builder(&g, pool.workers)?, &g).open()?;
             mcp::serve_stdio(hs, g.bank.clone())?;
@@ -202,16 +193,33 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
                 )
             });
         }
-        Command::Forget { id, hard } => {
-            let b = bank(&g, true)?;
-            if hard {
-                b.forget_hard(&id)?;
-            } else {
-                b.forget(&id)?;
+        Command::Forget { id, hard: false } => {
+            bank(&g, true)?.forget(&id)?;
+            print(&g, &json!({"id": id, "forgotten": "soft"}), || {
+                format!("{id} archived (restore brings it back)")
+            });
+        }
+        Command::Forget { id, hard: true } => {
+            let receipt = bank(&g, true)?.forget_hard(&id)?;
+            print(&g, &json!({"id": id, "forgotten": "hard", "erased": receipt}), || {
+                render::erasure(&id, &receipt)
+            });
+        }
+        Command::Bank { command: BankCommand::Delete { name, yes } } => {
+            let b = open(&g, true)?.bank(&name)?;
+            if !yes {
+                let stats = b.stats()?;
+                return Err(CliError::field(
+                    "yes",
+                    format!(
+                        "bank delete erases bank {name} whole ({} memories, its tasks and recall log) and cannot be undone: pass --yes",
+                        stats.total
+                    ),
+                ));
             }
-            let what = if hard { "erased" } else { "archived (restore brings it back)" };
-            print(&g, &json!({"id": id, "forgotten": if hard { "hard" } else { "soft" }}), || {
-                format!("{id} {what}")
+            let keys = b.delete()?;
+            print(&g, &json!({"bank": name, "deleted": keys}), || {
+                format!("bank {name} deleted ({keys} stored keys)")
             });
         }
         Command::Restore { id } => {
@@ -229,7 +237,12 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
             let stats = hs.bank(&g.bank)?.stats()?;
             let mut v = serde_json::to_value(&stats).expect("stats serialise");
             v["llm_usage"] = serde_json::to_value(hs.llm_usage()?).expect("usage serialises");
+            let banks = hs.banks()?;
+            v["exists"] = json!(banks.contains(&g.bank));
             print(&g, &v, || serde_json::to_string_pretty(&v).expect("stats serialise"));
+            if !banks.contains(&g.bank) {
+                eprintln!("{}", no_such_bank(&g, &banks));
+            }
         }
         Command::Banks => {
             let banks = open(&g, true)?.banks()?;
@@ -373,15 +386,21 @@ fn recall(g: &Global, args: RecallArgs) -> CliResult<()> {
     if result.items.is_empty() {
         let banks = hs.banks()?;
         if !banks.contains(&g.bank) {
-            eprintln!(
-                "hint: bank {:?} holds nothing in {}; its banks: {} (--bank or HINDSIGHT_BANK picks one)",
-                g.bank,
-                g.db.display(),
-                if banks.is_empty() { "none yet".to_string() } else { banks.join(", ") }
-            );
+            eprintln!("{}", no_such_bank(g, &banks));
         }
     }
     Ok(())
+}
+
+/// What to say when `--bank` names a bank the database does not hold (a mistyped name, a copy of
+/// a database without its `-wal`).
+fn no_such_bank(g: &Global, banks: &[String]) -> String {
+    format!(
+        "hint: bank {:?} holds nothing in {}; its banks: {} (--bank or HINDSIGHT_BANK picks one)",
+        g.bank,
+        g.db.display(),
+        if banks.is_empty() { "none yet".to_string() } else { banks.join(", ") }
+    )
 }
 
 fn task(g: &Global, command: TaskCommand) -> CliResult<()> {

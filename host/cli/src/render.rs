@@ -199,6 +199,19 @@ pub fn audit(a: &Audit) -> String {
     .join("\n")
 }
 
+/// A hard forget's receipt.
+pub fn erasure(id: &str, e: &hindsight::Erasure) -> String {
+    let mut out = format!("{id} erased: {} memories ({})", e.memories.len(), e.memories.join(", "));
+    out.push_str(&format!("\n  recall-log entries cleaned: {}", e.recall_log_entries));
+    if !e.tasks.is_empty() {
+        out.push_str(&format!("\n  tasks whose text was erased: {}", e.tasks.join(", ")));
+    }
+    for r in &e.remaining {
+        out.push_str(&format!("\n  remains: {r}"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

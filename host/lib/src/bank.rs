@@ -2,15 +2,15 @@
 //! handles that route every call to the instance serving the bank.
 
 use hindsight_types::{
-    Audit, Correction, Distilled, EndTask, Explanation, FeedbackOutcome, HistoryEntry, ImportReport,
+    Audit, Correction, Distilled, EndTask, Erasure, Explanation, FeedbackOutcome, HistoryEntry, ImportReport,
     ListPage, ListQuery, MaintainReport, Memory, MemoryRecord, NewTask, Query, RecallResult, RetainOutcome,
-    Stats, Step, TaskEnd, TaskState, TaskUpdate, Timestamp,
+    Stats, Step, TaskEnd, TaskState, TaskUpdate, Timestamp, Trajectory,
 };
 
 use crate::error::Result;
 use crate::hindsight::Hindsight;
 use crate::runtime::Worker;
-use crate::wit;
+use crate::wit::{self, WitInto};
 use hindsight_types::Right;
 
 /// One bank of memories. A cheap handle: clone it, or ask [`Hindsight::bank`] again.
@@ -38,6 +38,10 @@ impl Bank {
     /// the wall clock.
     pub fn at(&self, now: Timestamp) -> Bank {
         Bank { now: Some(now), ..self.clone() }
+    }
+
+    fn at_maybe(&self, now: Option<Timestamp>) -> Bank {
+        Bank { now, ..self.clone() }
     }
 
     /// Runs `f` on the worker serving this bank, with the bank's id, once the handle's
@@ -75,12 +79,12 @@ impl Bank {
             })
             .collect();
         self.embed_missing(&mut items)?;
-        let items: Vec<wit::types::NewMemory> = items.into_iter().map(Into::into).collect();
+        let items: Vec<wit::types::NewMemory> = items.wit_into();
         let now = self.now;
         let outcomes = self.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_retain(s, h, &items, now))
         })?;
-        Ok(outcomes.into_iter().map(Into::into).collect())
+        Ok(outcomes.wit_into())
     }
 
     /// Embeds, across the workers, the items that bring no vector, when there are enough to
@@ -123,33 +127,42 @@ impl Bank {
         if query.agent_id.is_none() {
             query.agent_id = self.hs.principal.as_ref().map(|p| p.name().to_string());
         }
-        let query: wit::types::RecallQuery = query.into();
+        let query: wit::types::RecallQuery = query.wit_into();
         Ok(self
             .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_recall(s, h, &query)))?
-            .into())
+            .wit_into())
     }
 
     /// One memory, whatever its status.
     pub fn get(&self, id: &str) -> Result<MemoryRecord> {
         let id = id.to_string();
-        Ok(self.call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_get(s, h, &id)))?.into())
+        Ok(self
+            .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_get(s, h, &id)))?
+            .wit_into())
     }
 
     /// Forgets a memory softly: archived, never recalled, restorable.
     pub fn forget(&self, id: &str) -> Result<()> {
-        self.forget_with(id, false)
-    }
-
-    /// Erases a memory: gone from every index and from the store.
-    pub fn forget_hard(&self, id: &str) -> Result<()> {
-        self.forget_with(id, true)
-    }
-
-    fn forget_with(&self, id: &str, hard: bool) -> Result<()> {
         let (id, now) = (id.to_string(), self.now);
-        self.call(Right::Write, move |w, bank| {
-            w.with_bank(bank, |b, s, h| b.call_forget(s, h, &id, hard, now))
-        })
+        self.call(Right::Write, move |w, bank| w.with_bank(bank, |b, s, h| b.call_forget(s, h, &id, now)))
+    }
+
+    /// Erases a memory for good, with every copy of its text: the records merged into it, its
+    /// text in every task that holds it, its recall-log entries, the copies shared from it into
+    /// other banks. The receipt lists what was erased, and what remains and where.
+    pub fn forget_hard(&self, id: &str) -> Result<Erasure> {
+        let (id, now) = (id.to_string(), self.now);
+        let erased = self
+            .call(Right::Write, move |w, bank| w.with_bank(bank, |b, s, h| b.call_erase(s, h, &id, now)))?;
+        let mut receipt: Erasure = erased.wit_into();
+        receipt.remaining.extend(self.hs.pool.runtime().store.erasure_remains());
+        Ok(receipt)
+    }
+
+    /// Deletes the bank whole (every memory, task and recall-log entry) in one commit; returns
+    /// how many stored keys went. Acting as a principal, it needs the write right on the bank.
+    pub fn delete(&self) -> Result<u32> {
+        self.call(Right::Write, move |w, bank| w.with_bank(bank, |b, s, h| b.call_delete_bank(s, h)))
     }
 
     /// Brings an archived memory back.
@@ -157,7 +170,7 @@ impl Bank {
         let (id, now) = (id.to_string(), self.now);
         Ok(self
             .call(Right::Write, move |w, bank| w.with_bank(bank, |b, s, h| b.call_restore(s, h, &id, now)))?
-            .into())
+            .wit_into())
     }
 
     /// Undoes a wrong supersede: the memory is active again, and it and the memory that replaced
@@ -168,13 +181,20 @@ impl Bank {
             .call(Right::Write, move |w, bank| {
                 w.with_bank(bank, |b, s, h| b.call_unsupersede(s, h, &id, now))
             })?
-            .into())
+            .wit_into())
     }
 
     /// Copies memory `id` into bank `to` (a shared space, say) through that bank's write path,
     /// so its duplicate, update and conflict checks apply there; the copy records where it came
     /// from in `metadata.shared_from` (`bank/id`). Needs read on this bank and write on `to`.
     pub fn share(&self, id: &str, to: &str) -> Result<RetainOutcome> {
+        hindsight_types::validate_bank_id(to)?;
+        if to == self.id {
+            return Err(crate::Error::invalid(
+                "to",
+                format!("{id} is in {to} already: share it into another bank"),
+            ));
+        }
         let m = self.get(id)?;
         if m.status != hindsight_types::Status::Active {
             return Err(crate::Error::invalid(
@@ -183,34 +203,12 @@ impl Bank {
             ));
         }
         let target = Bank { id: to.to_string(), ..self.clone() };
-        hindsight_types::validate_bank_id(to)?;
-        let mut metadata: Vec<(String, String)> =
-            m.metadata.into_iter().filter(|(k, _)| k != "shared_from").collect();
-        metadata.push(("shared_from".into(), format!("{}/{}", self.id, m.id)));
-        let copy = Memory {
-            content: m.content,
-            kind: Some(m.kind),
-            task_type: m.task_type,
-            task_description: m.task_description,
-            context: m.context,
-            tags: m.tags,
-            scope: Some(m.scope),
-            agent_id: m.agent_id,
-            importance: Some(m.importance),
-            confidence: Some(m.confidence),
-            source: Some(m.source),
-            failure_type: m.failure_type,
-            occurred_at: Some(m.occurred_at),
-            valid_until: m.valid_until,
-            metadata,
-            ..Memory::default()
-        };
-        Ok(target.retain([copy])?.remove(0))
+        Ok(target.retain([m.shared_copy(&self.id)])?.remove(0))
     }
 
     /// Counts of the bank's memories.
     pub fn stats(&self) -> Result<Stats> {
-        Ok(self.call(Right::Read, |w, bank| w.with_bank(bank, |b, s, h| b.call_stats(s, h)))?.into())
+        Ok(self.call(Right::Read, |w, bank| w.with_bank(bank, |b, s, h| b.call_stats(s, h)))?.wit_into())
     }
 
     /// Says how recalled memories worked out; all or none (an unknown id changes nothing).
@@ -221,11 +219,11 @@ impl Bank {
     {
         let ids: Vec<String> = ids.into_iter().map(Into::into).collect();
         let now = self.now;
-        let outcome = outcome.into();
+        let outcome = outcome.wit_into();
         let memories = self.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_feedback(s, h, &ids, outcome, now))
         })?;
-        Ok(memories.into_iter().map(Into::into).collect())
+        Ok(memories.wit_into())
     }
 
     /// The chain of memories linked to `id` by supersedes and merges, oldest event first.
@@ -233,7 +231,7 @@ impl Bank {
         let id = id.to_string();
         let entries =
             self.call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_history(s, h, &id)))?;
-        Ok(entries.into_iter().map(Into::into).collect())
+        Ok(entries.wit_into())
     }
 
     /// Decay, archiving, expiry, late merging and the capacity cap, in one commit.
@@ -252,21 +250,24 @@ impl Bank {
             .call(Right::Write, move |w, bank| {
                 w.with_bank(bank, |b, s, h| b.call_maintain(s, h, now, dry_run))
             })?
-            .into())
+            .wit_into())
     }
 
     /// Starts a task (a goal, or a [`NewTask`] with its type): its working memory lives in the
     /// store until it ends, and after.
     pub fn begin_task(&self, task: impl Into<NewTask>) -> Result<Task> {
-        let task: NewTask = task.into();
+        let mut task: NewTask = task.into();
+        // The memories distilled from a principal's task carry its name (unless it named an agent).
+        if task.agent_id.is_none() {
+            task.agent_id = self.hs.principal.as_ref().map(|p| p.name().to_string());
+        }
+        let task: wit::types::NewTask = task.wit_into();
         let now = self.now;
         let state: TaskState = self
             .call(Right::Write, move |w, bank| {
-                w.with_bank(bank, |b, s, h| {
-                    b.call_begin_task(s, h, &task.goal, task.task_type.as_deref(), now)
-                })
+                w.with_bank(bank, |b, s, h| b.call_begin_task(s, h, &task, now))
             })?
-            .into();
+            .wit_into();
         Ok(Task { bank: self.clone(), id: state.id })
     }
 
@@ -288,28 +289,30 @@ impl Bank {
         let tasks = self.call(Right::Read, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_tasks(s, h, include_ended))
         })?;
-        Ok(tasks.into_iter().map(Into::into).collect())
+        Ok(tasks.wit_into())
     }
 
     /// A page of the bank's memories: by kind, status, tag, task type, source and text, newest
     /// or most recalled first; pass the page's `next_cursor` back for the next.
     pub fn list(&self, query: ListQuery) -> Result<ListPage> {
-        let query: wit::types::ListQuery = query.into();
+        let query: wit::types::ListQuery = query.wit_into();
         Ok(self
             .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_list(s, h, &query)))?
-            .into())
+            .wit_into())
     }
 
     /// The user's correction of memory `id`: a new memory holding `content` (source
     /// user-feedback) supersedes it, and active memories close to its old content lose
     /// confidence (`feedback.correction_cascade_*`). One commit; says every memory it touched.
+    /// Acting as a principal, the new memory carries its name.
     pub fn correct(&self, id: &str, content: &str) -> Result<Correction> {
         let (id, content, now) = (id.to_string(), content.to_string(), self.now);
+        let agent = self.hs.principal.as_ref().map(|p| p.name().to_string());
         Ok(self
             .call(Right::Write, move |w, bank| {
-                w.with_bank(bank, |b, s, h| b.call_correct(s, h, &id, &content, now))
+                w.with_bank(bank, |b, s, h| b.call_correct(s, h, &id, &content, agent.as_deref(), now))
             })?
-            .into())
+            .wit_into())
     }
 
     /// Reports that these memories were used (in task `task_id`, if given): each counts as
@@ -324,7 +327,7 @@ impl Bank {
         let memories = self.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_used(s, h, &ids, task.as_deref(), now))
         })?;
-        Ok(memories.into_iter().map(Into::into).collect())
+        Ok(memories.wit_into())
     }
 
     /// Where memory `id` came from (source, the task it was distilled from, the episodes it was
@@ -333,12 +336,12 @@ impl Bank {
         let id = id.to_string();
         Ok(self
             .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_explain(s, h, &id)))?
-            .into())
+            .wit_into())
     }
 
     /// Memories recalled often and never useful, never recalled, and the most useful.
     pub fn audit(&self) -> Result<Audit> {
-        Ok(self.call(Right::Read, |w, bank| w.with_bank(bank, |b, s, h| b.call_audit(s, h)))?.into())
+        Ok(self.call(Right::Read, |w, bank| w.with_bank(bank, |b, s, h| b.call_audit(s, h)))?.wit_into())
     }
 
     /// Writes the bank as JSON lines to `out`, a page at a time (a header naming the format and
@@ -379,9 +382,28 @@ impl Bank {
         lines
             .seek(std::io::SeekFrom::Start(0))
             .map_err(|e| crate::Error::invalid("file", format!("reading it again: {e}")))?;
-        let mut report = self.import_pass(&mut lines, reembed, false, &mut progress)?;
+        // All or nothing: the bank was empty, so a failure part-way (a deadline, the store)
+        // deletes what went in, and the import can be run again.
+        let mut report = match self.import_pass(&mut lines, reembed, false, &mut progress).and_then(|r| {
+            self.reindex()?;
+            Ok(r)
+        }) {
+            Ok(report) => report,
+            Err(e) => {
+                let rolled_back = self.delete().is_ok();
+                return Err(match (rolled_back, e) {
+                    (true, crate::Error::InvalidInput { item, field, message }) => {
+                        crate::Error::InvalidInput {
+                            item,
+                            field,
+                            message: format!("{message} (nothing was imported: the bank is empty again)"),
+                        }
+                    }
+                    (_, e) => e,
+                });
+            }
+        };
         report.log_entries = checked.log_entries;
-        self.reindex()?;
         Ok(report)
     }
 
@@ -404,7 +426,7 @@ impl Bank {
                         b.call_import_lines(s, h, &batch, first_line, reembed, check_only, now)
                     })
                 })?
-                .into();
+                .wit_into();
             report.memories += r.memories;
             report.embedded += r.embedded;
             report.tasks += r.tasks;
@@ -489,7 +511,28 @@ impl Bank {
         let items = self.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_consolidate(s, h, since, now))
         })?;
-        Ok(items.into_iter().map(Into::into).collect())
+        Ok(items.wit_into())
+    }
+}
+
+impl Bank {
+    /// Distils a task told whole (its goal, steps, facts and end) in one call: begun, filled and
+    /// ended as [`Task::end`] does; a step or fact that is refused leaves no task behind.
+    pub fn distill(&self, trajectory: Trajectory) -> Result<TaskEnd> {
+        let (now, may_share) = (self.now, self.hs.may_share());
+        let agent_now = now.unwrap_or_else(hindsight_types::time::now);
+        let mut trajectory = trajectory;
+        if trajectory.agent_id.is_none() {
+            trajectory.agent_id = self.hs.principal.as_ref().map(|p| p.name().to_string());
+        }
+        for step in &mut trajectory.steps {
+            step.at.get_or_insert(agent_now);
+        }
+        let trajectory: wit::types::Trajectory = trajectory.wit_into();
+        let ended = self.call(Right::Write, move |w, bank| {
+            w.with_bank(bank, |b, s, h| b.call_distill_trajectory(s, h, &trajectory, may_share, now))
+        })?;
+        Ok(ended.wit_into())
     }
 }
 
@@ -521,7 +564,7 @@ impl Task {
         Ok(self
             .bank
             .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_task(s, h, &id)))?
-            .into())
+            .wit_into())
     }
 
     /// Applies an update; with `expected_version`, only if the task is still at that version
@@ -533,7 +576,7 @@ impl Task {
         let state = self.bank.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_update_task(s, h, &id, &update, expected_version, now))
         })?;
-        Ok(state.into())
+        Ok(state.wit_into())
     }
 
     /// Logs a step: a thought, a tool call or its result, a user message, the answer.
@@ -573,7 +616,7 @@ impl Task {
         let ended = self.bank.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_distill_task(s, h, &id, rules_only, may_share, now))
         })?;
-        Ok(ended.into())
+        Ok(ended.wit_into())
     }
 
     /// Ends the task (an [`hindsight_types::Outcome`], or an [`EndTask`] with a detail or
@@ -582,12 +625,35 @@ impl Task {
     pub fn end(&self, end: impl Into<EndTask>) -> Result<TaskEnd> {
         let end: EndTask = end.into();
         let (id, now, may_share) = (self.id.clone(), self.bank.now, self.bank.hs.may_share());
-        let outcome = end.outcome.into();
+        let outcome = end.outcome;
+        let wit_outcome = end.outcome.wit_into();
         let ended = self.bank.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| {
-                b.call_end_task(s, h, &id, outcome, end.detail.as_deref(), end.force, may_share, now)
+                b.call_end_task(s, h, &id, wit_outcome, end.detail.as_deref(), end.force, may_share, now)
             })
         })?;
-        Ok(ended.into())
+        let ended: TaskEnd = ended.wit_into();
+        self.cited_elsewhere(&ended, outcome);
+        Ok(ended)
+    }
+
+    /// The memories of other banks the task's answer cites (`bank/id`, recalled with several
+    /// banks) get its outcome as feedback in their bank, where this handle may write there.
+    fn cited_elsewhere(&self, ended: &TaskEnd, outcome: hindsight_types::Outcome) {
+        let verdict = match outcome {
+            hindsight_types::Outcome::Success => FeedbackOutcome::Success,
+            hindsight_types::Outcome::Failure => FeedbackOutcome::Failure,
+            hindsight_types::Outcome::Interrupted => return,
+        };
+        for cited in &ended.cited {
+            let Some((bank, id)) = cited.split_once('/') else { continue };
+            if self.bank.hs.principal.as_ref().is_some_and(|p| !p.may(Right::Write, bank)) {
+                continue;
+            }
+            // A memory erased since, or a bank gone: nothing to update, and the task has ended.
+            if let Ok(other) = self.bank.hs.bank(bank) {
+                let _ = other.at_maybe(self.bank.now).feedback([id.to_string()], verdict);
+            }
+        }
     }
 }

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use hindsight_types::ErrorKind;
+
 /// What went wrong. The variants mirror the component's error cases, plus what only a host can
 /// meet (a trapped instance, a bad configuration).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,21 +52,22 @@ impl Error {
         Error::InvalidInput { item: None, field: field.into(), message: message.into() }
     }
 
-    /// The kind's name, as `--json` errors and the other hosts spell it (`invalid-input`, …).
-    pub fn kind(&self) -> &'static str {
+    /// What kind of failure it is (`ErrorKind::as_str` spells it as `--json` errors and the other
+    /// hosts do: `invalid-input`, …).
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::InvalidInput { .. } => "invalid-input",
-            Error::NotFound(_) => "not-found",
-            Error::Store(_) => "store",
-            Error::Model(_) => "model",
-            Error::Limit(_) => "limit",
-            Error::Corrupt(_) => "corrupt",
-            Error::Llm(_) => "llm",
-            Error::Conflict(_) => "conflict",
-            Error::Unsupported(_) => "unsupported",
-            Error::Trap(_) => "trap",
-            Error::Config(_) => "config",
-            Error::Denied(_) => "denied",
+            Error::InvalidInput { .. } => ErrorKind::InvalidInput,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::Store(_) => ErrorKind::Store,
+            Error::Model(_) => ErrorKind::Model,
+            Error::Limit(_) => ErrorKind::Limit,
+            Error::Corrupt(_) => ErrorKind::Corrupt,
+            Error::Llm(_) => ErrorKind::Llm,
+            Error::Conflict(_) => ErrorKind::Conflict,
+            Error::Unsupported(_) => ErrorKind::Unsupported,
+            Error::Trap(_) => ErrorKind::Trap,
+            Error::Config(_) => ErrorKind::Config,
+            Error::Denied(_) => ErrorKind::Denied,
         }
     }
 
@@ -89,20 +92,7 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self {
-            Error::InvalidInput { .. } => "invalid input",
-            Error::NotFound(_) => "not found",
-            Error::Store(_) => "store error",
-            Error::Model(_) => "model error",
-            Error::Limit(_) => "limit exceeded",
-            Error::Corrupt(_) => "corrupt data",
-            Error::Llm(_) => "language model error",
-            Error::Conflict(_) => "conflict",
-            Error::Unsupported(_) => "unsupported",
-            Error::Trap(_) => "the component stopped",
-            Error::Config(_) => "configuration error",
-            Error::Denied(_) => "denied",
-        };
+        let kind = self.kind().label();
         match self {
             Error::InvalidInput { item: Some(i), .. } => write!(f, "{kind}: items[{i}].{}", self.message()),
             _ => write!(f, "{kind}: {}", self.message()),
@@ -111,6 +101,15 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl hindsight_types::Failure for Error {
+    fn kind(&self) -> ErrorKind {
+        Error::kind(self)
+    }
+    fn message(&self) -> String {
+        Error::message(self)
+    }
+}
 
 impl From<hindsight_types::FieldError> for Error {
     fn from(e: hindsight_types::FieldError) -> Self {

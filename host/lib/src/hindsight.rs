@@ -14,7 +14,7 @@ use crate::models::Models;
 use crate::pool::Pool;
 use crate::runtime::{Runtime, RuntimeConfig, Timings};
 use crate::usage::{self, LlmUsage, Metered};
-use crate::wit;
+use crate::wit::{self, WitInto};
 use hindsight_types::{Principal, Right};
 
 /// The most workers (instances) one `Hindsight` runs: each holds the model, ~160 MiB.
@@ -80,6 +80,11 @@ impl Hindsight {
         self.principal.as_ref().is_none_or(|p| p.may(Right::Write, &self.shared_bank))
     }
 
+    /// The bank distilled lessons marked for sharing may be copied to (`spaces.shared_bank`).
+    pub fn shared_bank(&self) -> &str {
+        &self.shared_bank
+    }
+
     /// The principal this handle acts as, if any.
     pub fn principal(&self) -> Option<&Principal> {
         self.principal.as_deref()
@@ -125,7 +130,7 @@ impl Hindsight {
                 _ => Error::invalid("banks", "must name at least one bank"),
             });
         }
-        let query: wit::types::RecallQuery = query.into().into();
+        let query: wit::types::RecallQuery = query.into().wit_into();
         let first = readable[0].clone();
         let mut result: RecallResult = self
             .pool
@@ -134,7 +139,7 @@ impl Hindsight {
                     b.call_recall_with(s, handles[0], &handles[1..], &query)
                 })
             })?
-            .into();
+            .wit_into();
         result.skipped_banks = skipped;
         Ok(result)
     }
@@ -198,20 +203,14 @@ impl Hindsight {
         self.pool.call(ENGINE_KEY, |w| w.with_engine(|e, s, h| Ok(Ok(e.call_model_id(s, h)?))))
     }
 
-    /// The ids of the banks in the store, in byte order.
+    /// The ids of the banks in the store, in byte order (acting as a principal: those it may
+    /// read). The engine lists them: it alone knows its key layout.
     pub fn banks(&self) -> Result<Vec<String>> {
-        let store = &self.pool.runtime().store;
-        let mut banks = Vec::new();
-        let mut after: Option<String> = None;
-        // One scan per bank: after a bank's keys `b/<id>/…` comes `b/<id>0…` ('0' follows '/').
-        while let Some((key, _)) = store.scan("b/", after.as_deref(), 1)?.into_iter().next() {
-            let Some(id) = key["b/".len()..].split('/').next().filter(|id| !id.is_empty()) else { break };
-            if self.principal.as_ref().is_none_or(|p| p.may(Right::Read, id)) {
-                banks.push(id.to_string());
-            }
-            after = Some(format!("b/{id}0"));
-        }
-        Ok(banks)
+        let banks = self.pool.call(ENGINE_KEY, |w| w.with_engine(|e, s, h| e.call_banks(s, h)))?;
+        Ok(banks
+            .into_iter()
+            .filter(|id| self.principal.as_ref().is_none_or(|p| p.may(Right::Read, id)))
+            .collect())
     }
 
     /// LLM calls, failures and tokens by operation, as counted in the store.

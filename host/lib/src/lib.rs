@@ -65,13 +65,14 @@ pub use hindsight_types::defaults;
 pub use hindsight_types::settings::{self, Settings};
 pub use hindsight_types::time::{self, Timestamp};
 pub use hindsight_types::{
-    split_list, Audit, AuditItem, Cascaded, Correction, Denied, DistillMethod, Distilled, EndTask,
-    Explanation, FailureType, FeedbackOutcome, FieldError, HistoryEntry, HistoryEvent, ImportReport, Kind,
-    ListOrder, ListPage, ListQuery, Llm, LlmError, LlmOperation, LlmRequest, LlmResponse, MaintainAction,
-    MaintainReport, MaintainStep, Memory, MemoryRecord, MemoryStore, Named, NewTask, Op, Outcome, Principal,
-    Principals, Query, RecallHit, RecallLogEntry, RecallResult, Recalled, RetainAction, RetainOutcome, Right,
-    Scope, ScopeLevel, Score, Source, Stats, Status, Step, StepKind, Store, StoreError, TaskEnd, TaskState,
-    TaskUpdate, ToolCall, UseEvent, UseRecord, FORMAT_VERSION, MIN_TOKEN_CHARS,
+    split_list, Audit, AuditItem, Cascaded, Correction, Denied, DistillMethod, Distilled, EndTask, Erasure,
+    ErrorKind, Explanation, FailureType, FeedbackOutcome, FieldError, HistoryEntry, HistoryEvent,
+    ImportReport, Kind, ListOrder, ListPage, ListQuery, Llm, LlmError, LlmOperation, LlmRequest, LlmResponse,
+    MaintainAction, MaintainReport, MaintainStep, Memory, MemoryRecord, MemoryStore, Named, NewTask, Op,
+    Outcome, Principal, Principals, Query, RecallHit, RecallLogEntry, RecallResult, Recalled, RetainAction,
+    RetainOutcome, Right, Scope, ScopeLevel, Score, Source, Stats, Status, Step, StepKind, Store, StoreError,
+    TaskEnd, TaskState, TaskUpdate, ToolCall, Trajectory, UseEvent, UseRecord, FORMAT_VERSION,
+    MIN_TOKEN_CHARS,
 };
 pub use models::Models;
 #[cfg(feature = "openai")]

@@ -18,7 +18,24 @@ type Job = Box<dyn FnOnce(&mut Worker) + Send>;
 pub(crate) struct Pool {
     runtime: Arc<Runtime>,
     workers: Vec<Mutex<Option<mpsc::Sender<Job>>>>,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     assignment: Mutex<Assignment>,
+}
+
+impl Drop for Pool {
+    /// Stops the workers and waits for them, so the last handle's drop releases the instances
+    /// and then the store (a SQLite store checkpoints its log as it closes).
+    fn drop(&mut self) {
+        for slot in &self.workers {
+            lock(slot).take();
+        }
+        let me = std::thread::current().id();
+        for thread in lock(&self.threads).drain(..) {
+            if thread.thread().id() != me {
+                let _ = thread.join();
+            }
+        }
+    }
 }
 
 #[derive(Default)]
@@ -37,6 +54,7 @@ impl Pool {
         Pool {
             runtime,
             workers: (0..workers).map(|_| Mutex::new(None)).collect(),
+            threads: Mutex::new(Vec::new()),
             assignment: Mutex::new(Assignment { banks_per_worker: vec![0; workers], ..Default::default() }),
         }
     }
@@ -106,7 +124,7 @@ impl Pool {
         }
         let (tx, rx) = mpsc::channel::<Job>();
         let mut worker = Worker::new(self.runtime.clone());
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name(format!("hindsight-worker-{w}"))
             .spawn(move || {
                 for job in rx {
@@ -119,6 +137,7 @@ impl Pool {
                 }
             })
             .map_err(|e| Error::Config(format!("starting worker thread {w}: {e}")))?;
+        lock(&self.threads).push(thread);
         *slot = Some(tx.clone());
         Ok(tx)
     }
@@ -149,6 +168,7 @@ impl<T> Pending<T> {
 
 #[cfg(test)]
 mod tests {
+    use crate::wit::WitInto;
     use crate::{Error, Hindsight, Memory, Query};
 
     fn worker_name() -> String {
@@ -212,7 +232,7 @@ mod tests {
                         let text = format!("bank {bank}: the {bank} service {fact}");
                         let (worker, id) = pool
                             .call(bank, move |w| {
-                                let item: crate::wit::types::NewMemory = Memory::new(text).into();
+                                let item: crate::wit::types::NewMemory = Memory::new(text).wit_into();
                                 let now = Some(1_767_225_600_000 + round as i64);
                                 let out = w.with_bank(bank, |b, s, h| b.call_retain(s, h, &[item], now))?;
                                 Ok((worker_name(), out[0].id.clone()))
@@ -229,7 +249,7 @@ mod tests {
         let trapped = pool.call("a", |w| {
             w.hurry(true);
             let many: Vec<crate::wit::types::NewMemory> = (0..64)
-                .map(|i| Memory::new(format!("a long batch item {i} about deadlines")).into())
+                .map(|i| Memory::new(format!("a long batch item {i} about deadlines")).wit_into())
                 .collect();
             let result = w.with_bank("a", |b, s, h| b.call_retain(s, h, &many, None));
             w.hurry(false);

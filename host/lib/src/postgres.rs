@@ -226,6 +226,12 @@ impl PostgresStore {
 }
 
 impl Store for PostgresStore {
+    fn erasure_remains(&self) -> Vec<String> {
+        vec!["PostgreSQL keeps the deleted rows' old versions (dead tuples) in table hindsight_kv until it is \
+              vacuumed: run VACUUM hindsight_kv (autovacuum does, eventually)"
+            .into()]
+    }
+
     fn get(&self, key: &str) -> std::result::Result<Option<Vec<u8>>, StoreError> {
         self.with_client(|client| {
             let row = client

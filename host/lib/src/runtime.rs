@@ -17,7 +17,7 @@ use wasmtime::{Config, Engine, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::error::{Error, Result};
-use crate::wit::{guest, llm, store, types, Memory as World};
+use crate::wit::{guest, llm, store, types, Memory as World, WitInto};
 
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
@@ -353,7 +353,7 @@ impl types::Host for HostState {}
 
 impl store::Host for HostState {
     fn get(&mut self, key: String) -> Result<Option<Vec<u8>>, store::StoreError> {
-        self.store.get(&key).map_err(Into::into)
+        self.store.get(&key).map_err(WitInto::wit_into)
     }
 
     fn scan(
@@ -362,11 +362,11 @@ impl store::Host for HostState {
         start_after: Option<String>,
         limit: u32,
     ) -> Result<Vec<(String, Vec<u8>)>, store::StoreError> {
-        self.store.scan(&prefix, start_after.as_deref(), limit).map_err(Into::into)
+        self.store.scan(&prefix, start_after.as_deref(), limit).map_err(WitInto::wit_into)
     }
 
     fn commit(&mut self, ops: Vec<store::Op>) -> Result<(), store::StoreError> {
-        self.store.commit(ops.into_iter().map(Into::into).collect()).map_err(Into::into)
+        self.store.commit(ops.wit_into()).map_err(WitInto::wit_into)
     }
 }
 
@@ -388,7 +388,7 @@ impl llm::Host for HostState {
         if left.is_zero() {
             return Err(passed());
         }
-        let request: hindsight_types::LlmRequest = request.into();
+        let request: hindsight_types::LlmRequest = request.wit_into();
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let asked = std::thread::Builder::new().name("hindsight-llm".into()).spawn(move || {
             let _ = tx.send(model.complete(&request));
@@ -397,7 +397,7 @@ impl llm::Host for HostState {
             return Err(llm::LlmError::Failed("could not start the LLM call's thread".into()));
         }
         match rx.recv_timeout(left) {
-            Ok(answer) => answer.map(Into::into).map_err(Into::into),
+            Ok(answer) => answer.map(WitInto::wit_into).map_err(WitInto::wit_into),
             Err(_) => Err(passed()),
         }
     }

@@ -187,6 +187,17 @@ impl SqliteStore {
     }
 }
 
+impl Drop for SqliteStore {
+    /// The data goes into the main file as the store closes: a copy of the `.db` alone (a
+    /// backup, a `cp`) then holds every commit, not an empty file beside a `-wal`.
+    fn drop(&mut self) {
+        if !self.read_only {
+            let conn = self.conn.get_mut().unwrap_or_else(|p| p.into_inner());
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
+        }
+    }
+}
+
 impl Store for SqliteStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.conn()

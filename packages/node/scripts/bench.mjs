@@ -1,5 +1,5 @@
 // The cross-host bench (examples/parity/scenario.json, "bench"), measured as the Rust host's
-// `cargo run -p hindsight --example host_bench` measures it.
+// `cargo run -p hindsight-dev --example host_bench` measures it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

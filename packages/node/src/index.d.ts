@@ -158,21 +158,51 @@ export class Task {
   distill(options?: { rulesOnly?: boolean; now?: When }): TaskEnd;
 }
 
+export interface Erasure {
+  /** Every record erased, as `bank/id`: the one asked for, those merged into it, shared copies. */
+  memories: string[];
+  vectors: number;
+  recallLogEntries: number;
+  /** Tasks (`bank/task`) whose texts held the memory's text or whose citations named it. */
+  tasks: string[];
+  /** Where a trace remains that the engine cannot remove. */
+  remaining: string[];
+}
+
+export interface Trajectory {
+  goal: string;
+  taskType?: string;
+  agentId?: string;
+  steps?: StepInput[];
+  facts?: string[];
+  outcome: TaskOutcome;
+  detail?: string;
+  force?: boolean;
+}
+
 export class Bank {
   readonly id: string;
   retain(items: NewMemory[], options?: { now?: When }): RetainOutcome[];
   recall(query: string, options?: RecallOptions & { k?: number }): RecallResult;
   recall(options: RecallOptions & { query: string; k?: number }): RecallResult;
   get(id: string): Memory;
-  forget(id: string, options?: { hard?: boolean; now?: When }): void;
+  /** Archives (restorable); with `hard`, erases as `erase` does and returns the receipt. */
+  forget(id: string, options?: { hard?: false; now?: When }): void;
+  forget(id: string, options: { hard: true; now?: When }): Erasure;
+  /** Erases a memory and every copy of its text; the receipt says what was erased and what remains. */
+  erase(id: string, options?: { now?: When }): Erasure;
+  /** Deletes the bank whole in one commit; returns the number of stored keys removed. */
+  deleteBank(): number;
   restore(id: string, options?: { now?: When }): Memory;
   unsupersede(id: string, options?: { now?: When }): Memory;
   stats(): Stats;
   feedback(ids: string[], outcome: FeedbackOutcome, options?: { now?: When }): Memory[];
   history(id: string): HistoryEntry[];
   maintain(options?: { now?: When; dryRun?: boolean }): MaintainReport;
-  beginTask(goal: string, options?: { taskType?: string; now?: When }): Task;
-  beginTask(options: { goal: string; taskType?: string; now?: When }): Task;
+  beginTask(goal: string, options?: { taskType?: string; agentId?: string; now?: When }): Task;
+  beginTask(options: { goal: string; taskType?: string; agentId?: string; now?: When }): Task;
+  /** Distils a task told whole (kept whole or not at all). */
+  distillTrajectory(trajectory: Trajectory, options?: { mayShare?: boolean; now?: When }): TaskEnd;
   resumeTask(id: string): Task;
   tasks(options?: { all?: boolean }): TaskState[];
   deleteTask(id: string): void;
@@ -180,7 +210,7 @@ export class Bank {
   /** A page of memories, newest or most recalled first; pass `nextCursor` back as `cursor`. */
   list(options?: ListOptions): ListPage;
   /** A new memory holding `text` (source user-feedback) supersedes `id`; similar ones lose confidence. */
-  correct(id: string, text: string, options?: { now?: When }): Correction;
+  correct(id: string, text: string, options?: { agentId?: string; now?: When }): Correction;
   /** These memories were used (in task `taskId`): each counts as cited. */
   used(ids: string[], options?: { taskId?: string; now?: When }): Memory[];
   explain(id: string): Explanation;

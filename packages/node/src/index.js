@@ -115,6 +115,21 @@ const RECALL_OPTIONS = new Set([
 ]);
 const LIST_OPTIONS = new Set(['kind', 'status', 'tag', 'taskType', 'source', 'text', 'order', 'limit', 'cursor']);
 const STEP_FIELDS = new Set(['type', 'text', 'tool', 'error', 'id', 'now']);
+const TASK_FIELDS = new Set(['goal', 'taskType', 'agentId', 'now']);
+const TRAJECTORY_FIELDS = new Set(['goal', 'taskType', 'agentId', 'steps', 'facts', 'outcome', 'detail', 'force']);
+
+/** The WIT `step` from `{type, text, tool, error, id, now}`. */
+const STEP_KINDS = ['thought', 'tool-call', 'tool-result', 'user-message', 'answer'];
+
+function witStep(step) {
+  checkFields('step field', step, STEP_FIELDS);
+  const { type, text, tool, error = false, id, now } = step;
+  if (!STEP_KINDS.includes(type)) {
+    throw new HindsightError('invalid-input', `type: ${JSON.stringify(type)} is not a step type; expected one of ${STEP_KINDS.join(', ')}`, { field: 'type' });
+  }
+  if (typeof text !== 'string') throw new HindsightError('invalid-input', 'text: a step needs its text', { field: 'text' });
+  return { id, at: ts(now ?? Date.now()), kind: type, text, tool, error };
+}
 
 function checkFields(what, object, allowed) {
   for (const key of Object.keys(object)) {
@@ -209,17 +224,9 @@ export class Hindsight {
     return new Bank(this, id);
   }
 
-  /** The banks the database holds. */
+  /** The banks the database holds (the engine lists them). */
   banks() {
-    const banks = [];
-    let after;
-    for (;;) {
-      const [row] = this.store.scan('b/', after, 1);
-      if (!row) return banks;
-      const id = row[0].slice(2).split('/')[0];
-      banks.push(id);
-      after = `b/${id}/\uffff`;
-    }
+    return this.call((engine) => engine.banks());
   }
 
   /**
@@ -312,8 +319,26 @@ export class Bank {
     return this.#call((b) => b.get(id));
   }
 
+  /**
+   * Archives a memory (restorable); with `hard`, erases it as `erase` does and returns the
+   * receipt.
+   */
   forget(id, { hard = false, now } = {}) {
-    return this.#call((b) => b.forget(id, hard, ts(now)));
+    if (hard) return this.erase(id, { now });
+    return this.#call((b) => b.forget(id, ts(now)));
+  }
+
+  /**
+   * Erases a memory for good, with every copy of its text (merged records, the tasks holding it,
+   * recall-log entries, shared copies); returns the receipt of what was erased and what remains.
+   */
+  erase(id, { now } = {}) {
+    return this.#call((b) => b.erase(id, ts(now)));
+  }
+
+  /** Deletes the bank whole (memories, vectors, tasks, recall log) in one commit. */
+  deleteBank() {
+    return this.#call((b) => b.deleteBank());
   }
 
   restore(id, { now } = {}) {
@@ -343,11 +368,30 @@ export class Bank {
     return this.#call((b) => b.maintain(ts(now), dryRun));
   }
 
-  /** Starts a task: `beginTask({goal, taskType})` or `beginTask(goal)`. */
-  beginTask(goal, { taskType, now } = {}) {
-    const o = typeof goal === 'string' ? { goal, taskType, now } : { ...goal };
-    const state = this.#call((b) => b.beginTask(o.goal, o.taskType, ts(o.now)));
+  /**
+   * Starts a task: `beginTask({goal, taskType, agentId})` or `beginTask(goal)`; the memories
+   * distilled from it carry `agentId`.
+   */
+  beginTask(goal, { taskType, agentId, now } = {}) {
+    const o = typeof goal === 'string' ? { goal, taskType, agentId, now } : { ...goal };
+    checkFields('task field', o, TASK_FIELDS);
+    if (typeof o.goal !== 'string') throw new HindsightError('invalid-input', 'goal: missing', { field: 'goal' });
+    const task = { goal: o.goal, taskType: o.taskType, agentId: o.agentId };
+    const state = this.#call((b) => b.beginTask(task, ts(o.now)));
     return new Task(this, state.id);
+  }
+
+  /**
+   * Distils a task told whole: `{goal, taskType, agentId, steps, facts, outcome, detail, force}`,
+   * steps as `Task.step` takes them. Kept whole or not at all.
+   */
+  distillTrajectory(trajectory, { mayShare = true, now } = {}) {
+    checkFields('trajectory field', trajectory, TRAJECTORY_FIELDS);
+    const { goal, taskType, agentId, steps = [], facts = [], outcome, detail, force = false } = trajectory;
+    if (typeof goal !== 'string') throw new HindsightError('invalid-input', 'goal: missing', { field: 'goal' });
+    if (typeof outcome !== 'string') throw new HindsightError('invalid-input', 'outcome: missing (success, failure or interrupted)', { field: 'outcome' });
+    const t = { goal, taskType, agentId, steps: steps.map(witStep), facts, outcome, detail, force: Boolean(force) };
+    return this.#call((b) => b.distillTrajectory(t, Boolean(mayShare), ts(now)));
   }
 
   /** A task begun earlier (in this process or another), by id. */
@@ -384,8 +428,8 @@ export class Bank {
    * The user's correction of memory `id`: a new memory holding `text` (source user-feedback)
    * supersedes it, and active memories close to the old content lose confidence (`cascade`).
    */
-  correct(id, text, { now } = {}) {
-    return this.#call((b) => b.correct(id, text, ts(now)));
+  correct(id, text, { agentId, now } = {}) {
+    return this.#call((b) => b.correct(id, text, agentId, ts(now)));
   }
 
   /** Reports that these memories were used (in task `taskId`, if given): each counts as cited. */
@@ -433,10 +477,7 @@ export class Task {
 
   /** Logs a step: `{type: 'thought' | 'tool-call' | 'tool-result' | 'user-message' | 'answer', text, tool, error, id}`. */
   step(step) {
-    checkFields('step field', step, STEP_FIELDS);
-    const { type, text, tool, error = false, id, now } = step;
-    const at = ts(now ?? Date.now());
-    return this.update({ tag: 'step', val: { id, at, kind: type, text, tool, error } }, { now });
+    return this.update({ tag: 'step', val: witStep(step) }, { now: step.now });
   }
 
   fact(text, options) {

@@ -56,7 +56,8 @@ test('a wrong supersede is undone; a hard forget leaves no byte of the text', as
   assert.deepEqual(back.conflictsWith, [wrong.id]);
 
   const [secret] = bank.retain([{ content: 'The staging password is PLATYPUS-9981', force: true }], { now: NOW });
-  bank.forget(secret.id, { hard: true });
+  const receipt = bank.forget(secret.id, { hard: true });
+  assert.deepEqual(receipt.memories, [`agent/${secret.id}`]);
   assert.throws(() => bank.get(secret.id), (e) => e.kind === 'not-found');
   await hs.close();
   for (const file of [db, `${db}-wal`]) {
@@ -68,6 +69,33 @@ test('a wrong supersede is undone; a hard forget leaves no byte of the text', as
     }
     assert.ok(!bytes.includes('PLATYPUS-9981'), `${file} still holds the erased text`);
   }
+});
+
+test('a trajectory told whole is distilled; a bad step leaves no task; a deleted bank is gone', async () => {
+  const hs = await Hindsight.open({ db: join(dir, 'trajectory.db'), llm: null });
+  const bank = hs.bank('agent');
+  const steps = [
+    { type: 'tool-call', text: 'pip install pandas==1.5', tool: 'shell', now: NOW },
+    { type: 'tool-result', text: 'ERROR: no matching distribution for python 3.13', tool: 'shell', error: true, now: NOW + 1 },
+    { type: 'answer', text: 'Installed pandas 2.2 instead, which supports python 3.13', now: NOW + 2 },
+  ];
+  const end = bank.distillTrajectory(
+    { goal: 'install pandas on python 3.13', agentId: 'coder', steps, facts: ['python is 3.13'], outcome: 'success', force: true },
+    { now: NOW + 3 },
+  );
+  assert.equal(end.method, 'rules');
+  const stored = end.items.map((d) => d.outcome.id).filter(Boolean);
+  assert.ok(stored.length >= 1, `the trajectory was distilled: ${end.reason}`);
+  for (const id of stored) assert.equal(bank.get(id).agentId, 'coder');
+  assert.throws(
+    () => bank.distillTrajectory({ goal: 'x', steps: [{ type: 'dance', text: 'y' }], outcome: 'success' }),
+    (e) => e instanceof HindsightError && e.kind === 'invalid-input' && e.field === 'type',
+  );
+  assert.throws(() => bank.distillTrajectory({ goal: 'x', outcome: 'success', colour: 'red' }), (e) => e.field === 'colour');
+  assert.equal(bank.tasks({ all: true }).length, 1, 'the refused trajectory left no task');
+  assert.ok(bank.deleteBank() > 0);
+  assert.deepEqual(hs.banks(), []);
+  await hs.close();
 });
 
 test('consolidation without an LLM says it needs one; maintain has a dry run', async () => {

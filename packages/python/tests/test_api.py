@@ -73,7 +73,8 @@ def test_forget_soft_restores_and_forget_hard_erases(hs):
     assert soft.id not in [i.memory.id for i in bank.recall("VPN profile", now=NOW + 2).items]
     assert bank.restore(soft.id, now=NOW + 3).status == "active"
 
-    bank.forget(hard.id, hard=True, now=NOW + 4)
+    receipt = bank.forget(hard.id, hard=True, now=NOW + 4)
+    assert receipt.memories == [f"api-forget/{hard.id}"] and receipt.vectors >= 1, receipt
     with pytest.raises(HindsightError) as e:
         bank.get(hard.id)
     assert e.value.kind == "not-found"
@@ -82,6 +83,31 @@ def test_forget_soft_restores_and_forget_hard_erases(hs):
     assert e.value.kind == "not-found"
     assert bank.stats().total == 1
     assert "Elm Street" not in json.dumps([i.memory.content for i in bank.recall("home address", now=NOW + 5).items])
+
+
+def test_a_trajectory_told_whole_is_distilled_and_a_refused_one_leaves_no_task(hs):
+    bank = hs.bank("api-trajectory")
+    steps = [
+        {"type": "tool-call", "text": "pip install pandas==1.5", "tool": "shell"},
+        {"type": "tool-result", "text": "ERROR: no matching distribution for python 3.13", "tool": "shell",
+         "error": True},
+        {"type": "answer", "text": "Installed pandas 2.2 instead, which supports python 3.13"},
+    ]
+    end = bank.distill_trajectory("install pandas on python 3.13", "success", steps, ["python is 3.13"],
+                                  agent_id="coder", force=True, now=NOW)
+    assert end.method == "rules", end
+    stored = [d.outcome.id for d in end.items if d.outcome.id]
+    assert stored, end.reason
+    assert all(bank.get(i).agent_id == "coder" for i in stored)
+    with pytest.raises(HindsightError) as e:
+        bank.distill_trajectory("x", "success", [{"type": "dance", "text": "y"}])
+    assert e.value.field == "step.kind"
+    with pytest.raises(HindsightError) as e:
+        bank.distill_trajectory("x", "won")
+    assert e.value.field == "outcome"
+    assert len(bank.tasks(all=True)) == 1, "a refused trajectory leaves no task"
+    assert bank.delete_bank() > 0
+    assert "api-trajectory" not in hs.banks()
 
 
 def test_unsupersede_brings_a_replaced_memory_back_beside_its_replacement(hs):

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 
 use hindsight_types::time::Timestamp;
 use hindsight_types::{
-    Audit, AuditItem, FeedbackOutcome, Outcome, RecallHit, RecallLogEntry, StepKind, UseEvent, UseRecord,
+    Audit, AuditItem, Explanation, FeedbackOutcome, MemoryRecord, Outcome, RecallHit, RecallLogEntry,
+    StepKind, UseEvent, UseRecord,
 };
 use serde::{Deserialize, Serialize};
 
-use super::lifecycle::{apply_outcome, HistoryEntry};
 use super::Bank;
 use crate::error::{Error, Result};
 use crate::record::Record;
@@ -26,28 +26,13 @@ pub(super) struct LogBounds {
     pub(super) next: u64,
 }
 
-/// Where a memory came from and how it was used, in the engine's terms.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Explained {
-    pub memory: Record,
-    pub task: Option<Task>,
-    pub consolidated_from: Vec<String>,
-    pub history: Vec<HistoryEntry>,
-    pub recalls: Vec<RecallLogEntry>,
-}
-
 /// What a task's end did with the memories recalled for it.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Citations {
+pub(super) struct Citations {
     /// Cited in the answer or the detail: the outcome was applied to them.
     pub cited: Vec<String>,
     /// Recalled for the task and not cited.
     pub unused: Vec<String>,
-}
-
-/// Recalled `unused_after` times or more, and never cited nor marked helpful.
-pub(super) fn never_useful(m: &Record, unused_after: u32) -> bool {
-    m.recalled() >= unused_after && m.cited == 0 && m.helpful == 0
 }
 
 /// FNV-1a, 64 bits, as hex: the query's hash when its text is not kept.
@@ -129,18 +114,33 @@ impl Bank {
             serde_json::to_vec(&entry).expect("log entry serialises"),
         )];
         bounds.next += 1;
-        while bounds.next - bounds.first > max {
-            ops.push(Op::Delete(self.log_key(bounds.first)));
-            bounds.first += 1;
+        let excess = bounds.next.saturating_sub(bounds.first).saturating_sub(max);
+        if excess <= 16 {
+            for _ in 0..excess {
+                ops.push(Op::Delete(self.log_key(bounds.first)));
+                bounds.first += 1;
+            }
+        } else {
+            // Bounds far apart (a log from before imports were renumbered, or a damaged one):
+            // delete the entries that are there, not every number in between.
+            let keep_from = bounds.next - max;
+            let prefix = self.key("r/");
+            scan_all(&*self.store, &prefix, |key, _| {
+                let seq = u64::from_str_radix(&key[prefix.len()..], 16).unwrap_or(0);
+                if seq < keep_from {
+                    ops.push(Op::Delete(key));
+                }
+                Ok(())
+            })?;
+            bounds.first = keep_from;
         }
         ops.push(self.log_bounds_op(&bounds));
         Ok(ops)
     }
 
-    /// The ops that erase `id` from the recall log's entries and from the citation handles of
-    /// every task but `skip` (whose record the caller rewrites), its handle staying taken,
-    /// pointing nowhere: for a hard forget's commit.
-    pub(super) fn unlog(&self, id: &str, skip: Option<&str>) -> Result<Vec<Op>> {
+    /// The ops that take `id` out of the recall log's entries (for a hard forget's commit), and
+    /// how many entries named it.
+    pub(super) fn unlog(&self, id: &str) -> Result<(u32, Vec<Op>)> {
         let mut ops = Vec::new();
         for mut entry in self.recall_log(|e| e.hits.iter().any(|h| h.id == id))? {
             entry.hits.retain(|h| h.id != id);
@@ -149,20 +149,7 @@ impl Bank {
                 serde_json::to_vec(&entry).expect("log entry serialises"),
             ));
         }
-        scan_all(&*self.store, &self.key("t/"), |key, bytes| {
-            let mut task: Task =
-                serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt(format!("{key}: {e}")))?;
-            if skip != Some(task.id.as_str()) && task.handles.iter().any(|h| h == id) {
-                for h in task.handles.iter_mut().filter(|h| *h == id) {
-                    h.clear();
-                }
-                let saved = serde_json::to_vec(&task).expect("task serialises");
-                ops.push(Op::Expect(key.clone(), Some(bytes)));
-                ops.push(Op::Put(key, saved));
-            }
-            Ok(())
-        })?;
-        Ok(ops)
+        Ok((ops.len() as u32, ops))
     }
 
     /// The recall log, oldest first, the entries `keep` accepts.
@@ -212,12 +199,17 @@ impl Bank {
             text.push_str(&step.text);
         }
         let numbers = cited_handles(&text);
-        // Handles of memories from other banks hold `bank/id`: their feedback is that bank's.
-        let mine = |id: &&String| !id.is_empty() && !id.contains('/');
-        let cited: Vec<String> =
-            numbers.iter().filter_map(|&n| task.handles.get(n - 1)).filter(mine).cloned().collect();
-        let unused: Vec<String> =
-            task.handles.iter().filter(mine).filter(|id| !cited.contains(id)).cloned().collect();
+        // Handles of memories from other banks hold `bank/id`: they are listed as cited or unused
+        // (the host applies their feedback in their bank, where it may write), updated here only
+        // when they are this bank's.
+        let live = |id: &&String| !id.is_empty();
+        let cited_all: Vec<String> =
+            numbers.iter().filter_map(|&n| task.handles.get(n - 1)).filter(live).cloned().collect();
+        let unused_all: Vec<String> =
+            task.handles.iter().filter(live).filter(|id| !cited_all.contains(id)).cloned().collect();
+        let mine = |id: &&String| !id.contains('/');
+        let cited: Vec<String> = cited_all.iter().filter(mine).cloned().collect();
+        let unused: Vec<String> = unused_all.iter().filter(mine).cloned().collect();
         let outcome = match task.outcome {
             Some(Outcome::Success) => Some(FeedbackOutcome::Success),
             Some(Outcome::Failure) => Some(FeedbackOutcome::Failure),
@@ -235,7 +227,7 @@ impl Bank {
                 let event = if was_cited {
                     m.cited = m.cited.saturating_add(1);
                     if let Some(o) = outcome {
-                        apply_outcome(&mut m, o, &f, now);
+                        m.apply_feedback(o, &f, now);
                     }
                     UseEvent::Cited
                 } else {
@@ -258,7 +250,7 @@ impl Bank {
             }
             Ok(())
         })?;
-        Ok(Citations { cited, unused })
+        Ok(Citations { cited: cited_all, unused: unused_all })
     }
 
     /// The host or agent says it used these memories (for a task, if given): each is counted as
@@ -268,8 +260,8 @@ impl Bank {
         ids: &[String],
         task_id: Option<String>,
         now: Timestamp,
-    ) -> Result<Vec<Record>> {
-        self.transact(|bank| {
+    ) -> Result<Vec<MemoryRecord>> {
+        let used = self.transact(|bank| {
             bank.change_each(ids, now, |m| {
                 m.cited = m.cited.saturating_add(1);
                 m.note(UseRecord {
@@ -280,12 +272,13 @@ impl Bank {
                     other: None,
                 });
             })
-        })
+        })?;
+        Ok(used.iter().map(Record::to_public).collect())
     }
 
     /// Where memory `id` came from (its source, the task it was distilled from with that task's
     /// steps, the episodes it was consolidated from, its history) and every recall that returned it.
-    pub fn explain(&mut self, id: &str) -> Result<Explained> {
+    pub fn explain(&mut self, id: &str) -> Result<Explanation> {
         let history = self.history(id)?;
         let memory = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         let meta = |key: &str| memory.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
@@ -301,7 +294,18 @@ impl Bank {
             .map(|list| list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect())
             .unwrap_or_default();
         let recalls = self.recall_log(|e| e.hits.iter().any(|h| h.id == id))?;
-        Ok(Explained { memory, task, consolidated_from, history, recalls })
+        Ok(Explanation {
+            recalled: memory.recalled(),
+            cited: memory.cited,
+            helpful: memory.helpful,
+            unhelpful: memory.unhelpful,
+            events: memory.events.clone(),
+            memory: memory.to_public(),
+            task,
+            consolidated_from,
+            history,
+            recalls,
+        })
     }
 
     /// The bank's active memories that were recalled often and never helped, never recalled,
@@ -318,7 +322,7 @@ impl Bank {
         };
         let active: Vec<&Record> = self.state.slots.iter().flatten().filter(|m| m.is_active()).collect();
         let mut never_useful: Vec<&Record> =
-            active.iter().copied().filter(|m| never_useful(m, unused_after)).collect();
+            active.iter().copied().filter(|m| m.never_useful(unused_after)).collect();
         never_useful.sort_by(|a, b| b.recalled().cmp(&a.recalled()).then(a.id.cmp(&b.id)));
         let mut never_recalled: Vec<&Record> = active.iter().copied().filter(|m| m.recalled() == 0).collect();
         never_recalled.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));

@@ -8,9 +8,10 @@ use hindsight_types::*;
 use super::test_support::*;
 use super::*;
 use crate::llm::NoLlm;
-use crate::recall::{RecallQuery, RecallResult};
 use crate::store::MemoryStore;
 use crate::test_support::HashEmbedder;
+use hindsight_types::{EndTask, NewTask};
+use hindsight_types::{Query, RecallResult};
 
 fn with_audit(store: &Arc<MemoryStore>, change: impl FnOnce(&mut Settings)) -> Bank {
     let mut settings = Settings::default();
@@ -33,20 +34,20 @@ fn a_correction_supersedes_the_memory_and_lowers_similar_ones() {
     let wrong = id_of(retain_one(&mut bank, forced("the staging database port is 5433"), NOW));
     let similar = id_of(retain_one(&mut bank, forced("the staging database port is 5433 today"), NOW));
     let other = id_of(retain_one(&mut bank, forced("lunch is served at noon in the cafeteria"), NOW));
-    let before = bank.get(&similar).unwrap().confidence;
+    let before = bank.record(&similar).unwrap().confidence;
 
-    let c = bank.correct(&wrong, "the staging database port is 6543", NOW + 1).unwrap();
+    let c = bank.correct(&wrong, "the staging database port is 6543", None, NOW + 1).unwrap();
     assert_eq!(c.superseded, wrong);
     assert_eq!(c.memory.source, Source::UserFeedback);
     assert!((c.memory.confidence - 0.95).abs() < 1e-6);
     assert_eq!(c.memory.supersedes, vec![wrong.clone()]);
     assert_eq!(c.cascade.iter().map(|x| x.id.as_str()).collect::<Vec<_>>(), vec![similar.as_str()]);
-    let after = bank.get(&similar).unwrap().confidence;
+    let after = bank.record(&similar).unwrap().confidence;
     assert!((after - before * 0.9).abs() < 1e-6, "{before} -> {after}");
-    assert_eq!(bank.get(&other).unwrap().confidence, bank.get(&other).unwrap().confidence);
+    assert_eq!(bank.record(&other).unwrap().confidence, bank.record(&other).unwrap().confidence);
     assert!(c.cascade.iter().all(|x| x.id != other));
 
-    let old = bank.get(&wrong).unwrap();
+    let old = bank.record(&wrong).unwrap();
     assert_eq!(old.status, Status::Superseded);
     assert_eq!(old.superseded_by.as_deref(), Some(c.memory.id.as_str()));
     let recalled = bank.recall(query("staging database port")).unwrap();
@@ -57,9 +58,9 @@ fn a_correction_supersedes_the_memory_and_lowers_similar_ones() {
 
     // Reopened from the store: the same.
     let mut again = open(&store);
-    assert_eq!(again.get(&wrong).unwrap().status, Status::Superseded);
+    assert_eq!(again.record(&wrong).unwrap().status, Status::Superseded);
     assert!(
-        again.correct(&wrong, "port 7000", NOW + 2).is_err(),
+        again.correct(&wrong, "port 7000", None, NOW + 2).is_err(),
         "a superseded memory is not corrected again"
     );
 }
@@ -114,7 +115,7 @@ fn the_recall_log_is_bounded_and_can_keep_only_hashes() {
     });
     retain_one(&mut bank, forced("the deploy script needs bash 5"), NOW);
     for i in 0..5 {
-        bank.recall(RecallQuery { agent_id: Some("alice".into()), ..query(&format!("deploy script {i}")) })
+        bank.recall(Query { agent_id: Some("alice".into()), ..query(&format!("deploy script {i}")) })
             .unwrap();
     }
     let log = bank.recall_log(|_| true).unwrap();
@@ -131,39 +132,40 @@ fn a_task_end_feeds_its_outcome_back_to_the_memories_its_answer_cites() {
     let mut bank = open(&store);
     let used = id_of(retain_one(&mut bank, forced("read the vendor csv with utf-8-sig"), NOW));
     let ignored = id_of(retain_one(&mut bank, forced("the vendor csv has 12 columns"), NOW));
-    let task = bank.begin_task("clean the vendor csv", None, NOW).unwrap().id;
-    let r = bank.recall(RecallQuery { task_id: Some(task.clone()), ..query("vendor csv") }).unwrap();
+    let task = bank.begin_task(&NewTask::new("clean the vendor csv"), NOW).unwrap().id;
+    let r = bank.recall(Query { task_id: Some(task.clone()), ..query("vendor csv") }).unwrap();
     let handle = |id: &str| r.items.iter().find(|i| i.memory.id == id).unwrap().handle.clone().unwrap();
     assert!(r.prompt.contains(&format!("[{}]", handle(&used))));
     // A second recall for the task keeps each memory's handle.
-    let again = bank.recall(RecallQuery { task_id: Some(task.clone()), ..query("csv columns") }).unwrap();
+    let again = bank.recall(Query { task_id: Some(task.clone()), ..query("csv columns") }).unwrap();
     assert!(again
         .items
         .iter()
         .all(|i| r.items.iter().any(|j| j.memory.id == i.memory.id && j.handle == i.handle)));
 
-    let before = bank.get(&used).unwrap().confidence;
+    let before = bank.record(&used).unwrap().confidence;
     let answer = format!("Used utf-8-sig as [{}] says.", handle(&used));
     bank.update_task(&task, TaskUpdate::Step(Step::new(StepKind::Answer, answer).at(NOW)), None, NOW)
         .unwrap();
-    let end = bank.end_task(&task, Outcome::Success, None, false, NOW + 1).unwrap();
-    assert_eq!(end.citations.cited, vec![used.clone()]);
-    assert_eq!(end.citations.unused, vec![ignored.clone()]);
-    let m = bank.get(&used).unwrap();
+    let end = bank
+        .end_task(&task, EndTask { outcome: Outcome::Success, detail: None, force: false }, true, NOW + 1)
+        .unwrap();
+    assert_eq!(end.cited, vec![used.clone()]);
+    assert_eq!(end.unused, vec![ignored.clone()]);
+    let m = bank.record(&used).unwrap();
     assert!(m.confidence > before && m.cited == 1 && m.helpful == 1);
-    let i = bank.get(&ignored).unwrap();
+    let i = bank.record(&ignored).unwrap();
     assert_eq!((i.cited, i.helpful), (0, 0));
     assert_eq!(i.events.last().unwrap().event, UseEvent::RecalledNotUsed);
 
     let x = bank.explain(&used).unwrap();
     assert_eq!(x.recalls.len(), 2);
     assert!(x
-        .memory
         .events
         .iter()
         .any(|e| e.event == UseEvent::Cited && e.task_id.as_deref() == Some(task.as_str())));
     assert!(
-        bank.recall(RecallQuery { task_id: Some(task), ..query("csv") }).is_err(),
+        bank.recall(Query { task_id: Some(task), ..query("csv") }).is_err(),
         "an ended task takes no recall"
     );
 }
@@ -176,7 +178,7 @@ fn the_audit_finds_never_useful_memories_and_maintain_may_archive_them() {
     let useful = id_of(retain_one(&mut bank, forced("the plant food is in the left drawer"), NOW));
     let quiet = id_of(retain_one(&mut bank, forced("quarterly taxes are due in april"), NOW));
     for _ in 0..5 {
-        bank.recall(RecallQuery { k: Some(2), ..query("office plant") }).unwrap();
+        bank.recall(Query { k: Some(2), ..query("office plant") }).unwrap();
     }
     bank.report_used(std::slice::from_ref(&useful), None, NOW).unwrap();
     let audit = bank.audit().unwrap();
@@ -189,7 +191,7 @@ fn the_audit_finds_never_useful_memories_and_maintain_may_archive_them() {
     let archived: Vec<&str> = report.steps.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(archived, vec![noisy.as_str()]);
     assert!(report.steps[0].reason.contains("never useful"));
-    assert_eq!(bank.get(&noisy).unwrap().status, Status::Archived);
+    assert_eq!(bank.record(&noisy).unwrap().status, Status::Archived);
 }
 
 #[test]
@@ -198,9 +200,9 @@ fn export_then_import_into_an_empty_store_gives_the_same_bank() {
     let mut bank = open(&store);
     let old = id_of(retain_one(&mut bank, forced("the api key lives in vault path secret/api"), NOW));
     retain_one(&mut bank, forced("the api rate limit is 100 requests per minute"), NOW);
-    bank.correct(&old, "the api key lives in vault path secret/api-v2", NOW + 1).unwrap();
-    let task = bank.begin_task("call the api", None, NOW).unwrap().id;
-    bank.recall(RecallQuery { task_id: Some(task), ..query("api key") }).unwrap();
+    bank.correct(&old, "the api key lives in vault path secret/api-v2", None, NOW + 1).unwrap();
+    let task = bank.begin_task(&NewTask::new("call the api"), NOW).unwrap().id;
+    bank.recall(Query { task_id: Some(task), ..query("api key") }).unwrap();
 
     let mut lines = Vec::new();
     let mut cursor: Option<String> = None;
@@ -307,11 +309,11 @@ fn a_hard_forget_erases_the_id_from_the_recall_log_and_task_handles() {
     let store = Arc::new(MemoryStore::new());
     let mut bank = open(&store);
     let secret = id_of(retain_one(&mut bank, forced("the door code is 4711"), NOW));
-    let task = bank.begin_task("open the door", None, NOW).unwrap().id;
-    bank.recall(RecallQuery { task_id: Some(task.clone()), ..query("door code") }).unwrap();
-    bank.forget(&secret, true, NOW).unwrap();
+    let task = bank.begin_task(&NewTask::new("open the door"), NOW).unwrap().id;
+    bank.recall(Query { task_id: Some(task.clone()), ..query("door code") }).unwrap();
+    bank.erase(&secret, NOW).unwrap();
     assert!(bank.recall_log(|e| e.hits.iter().any(|h| h.id == secret)).unwrap().is_empty());
-    assert!(!bank.task(&task).unwrap().handles.contains(&secret));
+    assert!(!bank.stored_task(&task).unwrap().handles.contains(&secret));
     let dump: Vec<u8> = store
         .scan("b/test/", None, 1000)
         .unwrap()

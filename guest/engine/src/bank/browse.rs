@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use hindsight_types::time::Timestamp;
-use hindsight_types::{Cascaded, ListOrder, ListQuery, Memory, Source, Status, UseEvent, UseRecord};
+use hindsight_types::{
+    Cascaded, Correction, ListOrder, ListPage, ListQuery, Memory, Source, Status, UseEvent, UseRecord,
+};
 
 use super::Bank;
 use crate::error::{Error, Result};
@@ -14,22 +16,6 @@ use crate::store::Op;
 /// The most memories one `list` page holds.
 pub const MAX_LIST: u32 = 1000;
 const DEFAULT_LIST: u32 = 50;
-
-/// One page of `list`, in the engine's terms.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Listed {
-    pub items: Vec<Record>,
-    pub next_cursor: Option<String>,
-    pub total: u32,
-}
-
-/// What `correct` did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Corrected {
-    pub memory: Record,
-    pub superseded: String,
-    pub cascade: Vec<Cascaded>,
-}
 
 /// A memory's place in a list order: compared descending, the id last so that no two tie. A
 /// cursor is the key of the last memory of a page; the next page starts strictly after it, so a
@@ -68,7 +54,7 @@ impl SortKey {
 
 impl Bank {
     /// The bank's memories matching `q`, a page at a time.
-    pub fn list(&mut self, q: &ListQuery) -> Result<Listed> {
+    pub fn list(&mut self, q: &ListQuery) -> Result<ListPage> {
         self.sync()?;
         let limit = q.limit.unwrap_or(DEFAULT_LIST);
         if limit == 0 || limit > MAX_LIST {
@@ -105,18 +91,31 @@ impl Bank {
             page.pop_last();
         }
         let next_cursor = if more { page.keys().next_back().map(|k| k.0.cursor(q.order)) } else { None };
-        Ok(Listed { items: page.into_values().cloned().collect(), next_cursor, total })
+        Ok(ListPage { items: page.into_values().map(Record::to_public).collect(), next_cursor, total })
     }
 
     /// The user's correction of memory `id`: a new memory holding `content` (source
     /// user-feedback, confidence `feedback.correction_confidence`) supersedes it, and active
     /// memories closer than `feedback.correction_cascade_cosine` to the old content have their
     /// confidence multiplied by `feedback.correction_cascade_factor`. One commit.
-    pub fn correct(&mut self, id: &str, content: &str, now: Timestamp) -> Result<Corrected> {
-        self.transact(|bank| bank.correct_once(id, content, now))
+    /// `agent`: who corrects, the new memory's agent (none keeps the old memory's).
+    pub fn correct(
+        &mut self,
+        id: &str,
+        content: &str,
+        agent: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Correction> {
+        self.transact(|bank| bank.correct_once(id, content, agent, now))
     }
 
-    fn correct_once(&mut self, id: &str, content: &str, now: Timestamp) -> Result<Corrected> {
+    fn correct_once(
+        &mut self,
+        id: &str,
+        content: &str,
+        agent: Option<&str>,
+        now: Timestamp,
+    ) -> Result<Correction> {
         let old = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
         if old.status != Status::Active {
             let hint = match &old.superseded_by {
@@ -139,7 +138,7 @@ impl Bank {
             context: old.context.clone(),
             tags: old.tags.clone(),
             scope: Some(old.scope.clone()),
-            agent_id: old.agent_id.clone(),
+            agent_id: agent.map(str::to_string).or_else(|| old.agent_id.clone()),
             importance: Some(old.importance),
             confidence: Some(f.correction_confidence),
             source: Some(Source::UserFeedback),
@@ -201,6 +200,6 @@ impl Bank {
         let slot = self.state.insert(new.clone(), &vector);
         self.state.index_lexical(slot, &self.settings.lexical);
         self.commit_or_reload(ops, now)?;
-        Ok(Corrected { memory: new, superseded: old.id, cascade })
+        Ok(Correction { memory: new.to_public(), superseded: old.id, cascade })
     }
 }

@@ -6,28 +6,17 @@ use serde::Deserialize;
 
 use hindsight_types::time::{date, Timestamp, DAY_MS};
 use hindsight_types::{
-    DistillMethod, Distilled, FailureType, Kind, LlmOperation, Memory, Named, Outcome, RetainOutcome, Source,
-    StepKind, TaskUpdate,
+    DistillMethod, Distilled, EndTask, FailureType, Kind, LlmOperation, Memory, Named, NewTask,
+    RetainOutcome, Source, StepKind, TaskEnd, TaskState, TaskUpdate, Trajectory,
 };
 
-use super::audit::Citations;
 use super::Bank;
 use crate::error::{Error, Result};
 use crate::filter::{asks_to_remember, is_transient_failure, repeat_key};
 use crate::llm::{parse_json, LlmError, LlmRequest};
-use crate::record::{Record, TAG_TRANSIENT};
+use crate::record::{Record, TAG_CONSTRAINT, TAG_PREFERENCE, TAG_TRANSIENT};
 use crate::store::{scan_all, Op};
 use crate::task::Task;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct TaskEnd {
-    pub task: Task,
-    pub method: DistillMethod,
-    pub reason: String,
-    pub items: Vec<Distilled>,
-    /// What the end did with the memories recalled for the task.
-    pub citations: Citations,
-}
 
 /// What the LLM is asked to return.
 #[derive(Debug, Deserialize)]
@@ -96,19 +85,29 @@ impl Bank {
         Err(Error::Stale(format!("task {id}: other writers kept changing it first ({TRIES} tries)")))
     }
 
-    pub fn begin_task(&mut self, goal: &str, task_type: Option<String>, now: Timestamp) -> Result<Task> {
+    pub fn begin_task(&mut self, new: &NewTask, now: Timestamp) -> Result<TaskState> {
         let id = format!("t{}", &self.new_id(now)[1..]);
-        let task = Task::new(id, goal, task_type, now)?;
+        let task = Task::new(id, new, now)?;
         self.save_task(&task, None)?;
-        Ok(task)
+        Ok(task.to_state())
     }
 
-    pub fn task(&self, id: &str) -> Result<Task> {
+    pub fn task(&self, id: &str) -> Result<TaskState> {
+        Ok(self.stored_task(id)?.to_state())
+    }
+
+    /// The task as stored, bookkeeping included.
+    pub(crate) fn stored_task(&self, id: &str) -> Result<Task> {
         Ok(self.load_task(id)?.0)
     }
 
     /// Every task of the bank, newest first; ended ones only when asked.
-    pub fn tasks(&self, include_ended: bool) -> Result<Vec<Task>> {
+    pub fn tasks(&self, include_ended: bool) -> Result<Vec<TaskState>> {
+        Ok(self.stored_tasks(include_ended)?.iter().map(Task::to_state).collect())
+    }
+
+    /// The tasks as stored, newest first; ended ones only when asked.
+    pub(super) fn stored_tasks(&self, include_ended: bool) -> Result<Vec<Task>> {
         let mut out: Vec<Task> = Vec::new();
         scan_all(&*self.store, &self.key("t/"), |key, bytes| {
             let task: Task =
@@ -128,9 +127,37 @@ impl Bank {
         update: TaskUpdate,
         expected_version: Option<u32>,
         now: Timestamp,
-    ) -> Result<Task> {
+    ) -> Result<TaskState> {
         let limits = self.settings.tasks.clone();
-        self.change_task(id, |task| task.apply(update.clone(), expected_version, now, &limits))
+        Ok(self
+            .change_task(id, |task| task.apply(update.clone(), expected_version, now, &limits))?
+            .to_state())
+    }
+
+    /// A task told whole: begun, its steps and facts recorded, then ended and distilled as
+    /// [`Bank::end_task`] does. A step or fact the task refuses erases the task again, so a
+    /// trajectory is kept whole or not at all.
+    pub fn distill_trajectory(&mut self, t: Trajectory, may_share: bool, now: Timestamp) -> Result<TaskEnd> {
+        let new = NewTask { goal: t.goal, task_type: t.task_type, agent_id: t.agent_id };
+        let task = self.begin_task(&new, now)?;
+        let updates = t
+            .steps
+            .into_iter()
+            .enumerate()
+            .map(|(i, step)| (format!("steps[{i}]"), TaskUpdate::Step(step)))
+            .chain(
+                t.facts.into_iter().enumerate().map(|(i, f)| (format!("facts[{i}]"), TaskUpdate::Fact(f))),
+            );
+        for (field, update) in updates {
+            if let Err(e) = self.update_task(&task.id, update, None, now) {
+                self.delete_task(&task.id)?;
+                return Err(match e {
+                    Error::InvalidInput(f) => Error::InvalidInput(f.within(&field)),
+                    other => other,
+                });
+            }
+        }
+        self.end_task(&task.id, t.end, may_share, now)
     }
 
     /// Erases a task's record for good.
@@ -146,26 +173,32 @@ impl Bank {
         Err(Error::Stale(format!("task {id}: other writers kept changing it first")))
     }
 
-    /// The ops that replace, in task `id`, every text holding `content` with an erasure marker
-    /// (for the commit that hard-forgets a memory distilled from it); none when the task is gone
-    /// or holds nothing of it.
-    pub(super) fn scrub_task(&self, id: &str, memory: &Record, now: Timestamp) -> Result<Vec<Op>> {
-        let (mut task, bytes) = match self.load_task(id) {
-            Ok(found) => found,
-            Err(Error::NotFound(_)) => return Ok(Vec::new()),
-            Err(e) => return Err(e),
-        };
-        let scrubbed = task.scrub(&memory.content, now);
-        let handles = task.handles.contains(&memory.id);
-        for h in task.handles.iter_mut().filter(|h| **h == memory.id) {
-            h.clear();
-        }
-        if !scrubbed && !handles {
-            return Ok(Vec::new());
-        }
-        let key = self.task_key(id);
-        let saved = serde_json::to_vec(&task).expect("task serialises");
-        Ok(vec![Op::Expect(key.clone(), Some(bytes)), Op::Put(key, saved)])
+    /// The ops that replace, in every task of the bank, each text holding one of `erased`'s
+    /// texts with an erasure marker and clear citation handles naming them (for the commit that
+    /// erases them), and the tasks changed.
+    pub(super) fn scrub_tasks(&self, erased: &[Record], now: Timestamp) -> Result<(Vec<String>, Vec<Op>)> {
+        let mut changed = Vec::new();
+        let mut ops = Vec::new();
+        scan_all(&*self.store, &self.key("t/"), |key, bytes| {
+            let mut task: Task =
+                serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt(format!("{key}: {e}")))?;
+            let mut touched = false;
+            for m in erased {
+                touched |= task.scrub(&m.content, now);
+                for h in task.handles.iter_mut().filter(|h| **h == m.id) {
+                    h.clear();
+                    touched = true;
+                }
+            }
+            if touched {
+                let saved = serde_json::to_vec(&task).expect("task serialises");
+                ops.push(Op::Expect(key.clone(), Some(bytes)));
+                ops.push(Op::Put(key, saved));
+                changed.push(task.id.clone());
+            }
+            Ok(())
+        })?;
+        Ok((changed, ops))
     }
 
     /// The task marked distilled (`method`, now), and the ops that store it if nobody changed
@@ -182,8 +215,16 @@ impl Bank {
 
     /// Distils an ended task that has not been (its distillation was skipped, or failed): with the
     /// LLM when there is one, by rules when there is none or `rules_only`.
-    pub fn distill_task(&mut self, id: &str, rules_only: bool, now: Timestamp) -> Result<TaskEnd> {
-        let task = self.task(id)?;
+    /// `may_share`: lessons marked for sharing may also go to `spaces.shared_bank` (the caller may
+    /// write there).
+    pub fn distill_task(
+        &mut self,
+        id: &str,
+        rules_only: bool,
+        may_share: bool,
+        now: Timestamp,
+    ) -> Result<TaskEnd> {
+        let task = self.load_task(id)?.0;
         if !task.is_ended() {
             return Err(Error::invalid("task", format!("{id} has not ended: end it first")));
         }
@@ -193,20 +234,14 @@ impl Bank {
                 format!("{id} was already distilled ({method}, {})", hindsight_types::time::format_iso(at)),
             ));
         }
-        self.distill(task, "distillation asked for".into(), rules_only, now)
+        self.distill(task, "distillation asked for".into(), rules_only, may_share, now)
     }
 
     /// Ends the task (stored first, so it is ended whatever distillation does), then distils it
     /// when it is worth it. With an LLM, an unusable answer is an error — never a guessed
     /// memory; the task stays ended.
-    pub fn end_task(
-        &mut self,
-        id: &str,
-        outcome: Outcome,
-        detail: Option<String>,
-        force: bool,
-        now: Timestamp,
-    ) -> Result<TaskEnd> {
+    pub fn end_task(&mut self, id: &str, end: EndTask, may_share: bool, now: Timestamp) -> Result<TaskEnd> {
+        let EndTask { outcome, detail, force } = end;
         let detail = detail.map(|d| d.trim().to_string()).filter(|d| !d.is_empty());
         // Of two callers ending the task at once, one ends it; the other finds it ended.
         let task = self.change_task(id, |task| {
@@ -231,15 +266,15 @@ impl Bank {
                     "not distilled: {steps} steps, {tool_calls} tool calls and no request to remember (thresholds: more than {} steps or {} tool calls; `task distill` distils it anyway)",
                     s.min_steps, s.min_tool_calls
                 ),
-                task,
+                task: task.to_state(),
                 method: DistillMethod::Skipped,
                 items: Vec::new(),
-                citations,
+                cited: citations.cited,
+                unused: citations.unused,
             });
         };
-        let mut end = self.distill(task, reason, false, now)?;
-        end.citations = citations;
-        Ok(end)
+        let end = self.distill(task, reason, false, may_share, now)?;
+        Ok(TaskEnd { cited: citations.cited, unused: citations.unused, ..end })
     }
 
     /// Why the task is worth distilling, if it is.
@@ -263,7 +298,14 @@ impl Bank {
     /// Distils an ended task: its memories and the mark that it is distilled in one commit. With
     /// an LLM, an unusable answer is an error — never a guessed memory — and the task can be
     /// distilled again (`distill_task`).
-    fn distill(&mut self, task: Task, reason: String, rules_only: bool, now: Timestamp) -> Result<TaskEnd> {
+    fn distill(
+        &mut self,
+        task: Task,
+        reason: String,
+        rules_only: bool,
+        may_share: bool,
+        now: Timestamp,
+    ) -> Result<TaskEnd> {
         let id = task.id.clone();
         let unretained = "the task is ended and stored, nothing was retained; `task distill` tries again \
                           (`--rules` without the LLM)";
@@ -278,11 +320,12 @@ impl Bank {
                 let (task, items) = self.retain_lessons(&task, candidates, now)?;
                 let how = if rules_only { "distilled by rules" } else { "no LLM: distilled by rules" };
                 Ok(TaskEnd {
-                    task,
+                    task: task.to_state(),
                     method: DistillMethod::Rules,
                     reason: format!("{reason}; {how}"),
                     items,
-                    citations: Citations::default(),
+                    cited: Vec::new(),
+                    unused: Vec::new(),
                 })
             }
             Err(LlmError::Failed(e)) => {
@@ -291,13 +334,14 @@ impl Bank {
             Ok(response) => {
                 let lessons = parse_json::<Lessons>(&response.text)
                     .map_err(|e| Error::Llm(format!("distilling task {id}: {e}; {unretained}")))?;
-                let (task, items) = self.verify_and_retain(&task, lessons.memories, now)?;
+                let (task, items) = self.verify_and_retain(&task, lessons.memories, may_share, now)?;
                 Ok(TaskEnd {
-                    task,
+                    task: task.to_state(),
                     method: DistillMethod::Llm,
                     reason,
                     items,
-                    citations: Citations::default(),
+                    cited: Vec::new(),
+                    unused: Vec::new(),
                 })
             }
         }
@@ -309,6 +353,7 @@ impl Bank {
         &mut self,
         task: &Task,
         lessons: Vec<Lesson>,
+        may_share: bool,
         now: Timestamp,
     ) -> Result<(Task, Vec<Distilled>)> {
         let s = self.settings.distill.clone();
@@ -369,6 +414,7 @@ impl Bank {
             kept.push(item);
             shared.push(lesson.share);
         }
+        let shared = if may_share { shared } else { Vec::new() };
         let (task, mut items) = self.retain_for_task(task, kept, shared, DistillMethod::Llm, now)?;
         items.extend(dropped);
         Ok((task, items))
@@ -403,6 +449,9 @@ impl Bank {
         for item in &mut items {
             item.occurred_at = Some(task.ended_at.unwrap_or(now));
             item.task_description.get_or_insert_with(|| truncate(&task.goal, 1000));
+            if item.agent_id.is_none() {
+                item.agent_id = task.agent_id.clone();
+            }
             if item.task_type.is_none() {
                 item.task_type = task.task_type.clone();
             }
@@ -412,17 +461,24 @@ impl Bank {
             }
         }
         let shared_bank = self.settings.spaces.shared_bank.clone();
-        let (mut own, mut shared) = (Vec::new(), Vec::new());
-        for (item, share) in items.into_iter().zip(share.into_iter().chain(std::iter::repeat(false))) {
-            if share && self.may_share && shared_bank != self.id {
-                shared.push(item);
-            } else {
-                own.push(item);
-            }
-        }
-        for item in &mut shared {
-            item.metadata.push(("shared_from".into(), format!("{}/{}", self.id, task.id)));
-        }
+        // Every lesson stays in the task's own bank; one marked for sharing is also copied to the
+        // shared bank when the bank's settings opt in and the lesson passes `shareable` (the
+        // LLM's mark alone is not trusted: a planted instruction could ask for it).
+        let share_lessons = self.settings.spaces.share_lessons && shared_bank != self.id;
+        let shared: Vec<Memory> = items
+            .iter()
+            .zip(share.into_iter().chain(std::iter::repeat(false)))
+            .filter(|(item, share)| *share && share_lessons && shareable(item))
+            .map(|(item, _)| {
+                let mut copy = item.clone();
+                copy.metadata.retain(|(k, _)| k != "task" && k != "task_outcome");
+                copy.task_description = None;
+                copy.context = None;
+                copy.metadata.push(("shared_from".into(), format!("{}/{}", self.id, task.id)));
+                copy
+            })
+            .collect();
+        let own = items;
         let summary = |items: &[Memory]| -> Vec<(String, Kind)> {
             items.iter().map(|i| (i.content.clone(), i.kind.unwrap_or(self.settings.defaults.kind))).collect()
         };
@@ -564,6 +620,15 @@ impl Bank {
 }
 
 /// A transient failure is an episode that expires, never a standing "X does not work".
+/// Whether a lesson may be copied to the shared bank: never what the user said themselves, a
+/// preference or a constraint (the user's, not the team's), nor anything holding a secret.
+fn shareable(item: &Memory) -> bool {
+    let personal = matches!(item.source, Some(Source::UserExplicit | Source::UserFeedback));
+    let tagged = item.tags.iter().any(|t| t == TAG_PREFERENCE || t == TAG_CONSTRAINT);
+    let secret = crate::defence::secrets::find(&item.content).iter().any(|f| !f.kind.is_personal());
+    !personal && !tagged && !secret
+}
+
 fn shape_transient(item: &mut Memory, s: &crate::settings::DistillSettings, now: Timestamp) {
     if item.failure_type != Some(FailureType::Transient) {
         return;

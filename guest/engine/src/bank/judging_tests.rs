@@ -41,7 +41,7 @@ fn the_llm_says_update_and_the_old_memory_is_superseded() {
     let (mut bank, llm, old, out) = judged("update", "Deploys go out through GitHub Actions");
     assert_eq!(out.action, RetainAction::Superseded, "{out:?}");
     assert!(out.reason.contains("the scripted judge says update, by the LLM"), "{}", out.reason);
-    assert_eq!(bank.get(&old).unwrap().status, Status::Superseded);
+    assert_eq!(bank.record(&old).unwrap().status, Status::Superseded);
     let requests = llm.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].operation, LlmOperation::Judge);
@@ -53,14 +53,14 @@ fn the_llm_says_duplicate_and_the_old_memory_is_reinforced_or_absorbed() {
     let (mut bank, _, old, out) = judged("duplicate", "Jenkins is what the team deploys with");
     assert!(matches!(out.action, RetainAction::Reinforced | RetainAction::Merged), "{out:?}");
     assert_eq!(out.id.as_deref(), Some(old.as_str()));
-    assert_eq!(bank.get(&old).unwrap().status, Status::Active);
+    assert_eq!(bank.record(&old).unwrap().status, Status::Active);
 }
 
 #[test]
 fn the_llm_says_compatible_where_the_rules_would_update() {
     let (mut bank, _, old, out) = judged("compatible", "The team now also deploys docs with Netlify");
     assert_eq!(out.action, RetainAction::Created, "{out:?}");
-    assert_eq!(bank.get(&old).unwrap().status, Status::Active);
+    assert_eq!(bank.record(&old).unwrap().status, Status::Active);
 }
 
 #[test]
@@ -70,8 +70,8 @@ fn the_llm_says_both_hold_and_both_are_kept_flagged() {
     assert_eq!(out.action, RetainAction::Created, "{out:?}");
     assert_eq!(out.related.as_deref(), Some(old.as_str()));
     let new = out.id.unwrap();
-    assert_eq!(bank.get(&old).unwrap().conflicts_with, vec![new.clone()]);
-    assert_eq!(bank.get(&new).unwrap().conflicts_with, vec![old]);
+    assert_eq!(bank.record(&old).unwrap().conflicts_with, vec![new.clone()]);
+    assert_eq!(bank.record(&new).unwrap().conflicts_with, vec![old]);
 }
 
 #[test]
@@ -150,7 +150,7 @@ fn unsupersede_restores_the_memory_and_the_pair_stays_side_by_side() {
     let store = Arc::new(MemoryStore::new());
     let mut bank = open(&store);
     let images = retain_one(&mut bank, semantic("The CDN cache TTL for images is 1 day"), NOW).id.unwrap();
-    let confidence = bank.get(&images).unwrap().confidence;
+    let confidence = bank.record(&images).unwrap().confidence;
     // A wrong update (as a user would correct it): forced through the rules with a change word.
     let video = retain_one(&mut bank, semantic("The CDN cache TTL for images now is 7 days"), NOW + 1);
     assert_eq!(video.action, RetainAction::Superseded, "{video:?}");
@@ -160,7 +160,7 @@ fn unsupersede_restores_the_memory_and_the_pair_stays_side_by_side() {
     assert_eq!(back.status, Status::Active);
     assert!((back.confidence - confidence).abs() < 1e-6);
     assert_eq!(back.conflicts_with, vec![video.clone()]);
-    let newer = bank.get(&video).unwrap();
+    let newer = bank.record(&video).unwrap();
     assert!(newer.supersedes.is_empty() && newer.conflicts_with == vec![images.clone()]);
     let hits = bank.recall(query("CDN cache TTL for images")).unwrap();
     assert_eq!(hits.items.len(), 2, "{:?}", texts(&hits));
@@ -168,7 +168,7 @@ fn unsupersede_restores_the_memory_and_the_pair_stays_side_by_side() {
     // The same pair again: the repeat reinforces the kept one, the old one is not superseded.
     let again = retain_one(&mut bank, semantic("The CDN cache TTL for images now is 7 days"), NOW + 3);
     assert_eq!(again.id.as_deref(), Some(video.as_str()), "{again:?}");
-    assert_eq!(bank.get(&images).unwrap().status, Status::Active);
+    assert_eq!(bank.record(&images).unwrap().status, Status::Active);
 
     let err = bank.unsupersede(&images, NOW + 4).unwrap_err();
     assert!(err.to_string().contains("only a superseded memory"), "{err}");
@@ -185,7 +185,7 @@ fn finding_05_a_different_subject_never_replaces_or_absorbs_a_fact() {
         let first = retain_one(&mut bank, semantic(old), NOW).id.unwrap();
         let second = retain_one(&mut bank, semantic(new), NOW);
         assert_eq!(second.action, RetainAction::Created, "{new}: {second:?}");
-        assert_eq!(bank.get(&first).unwrap().status, Status::Active);
+        assert_eq!(bank.record(&first).unwrap().status, Status::Active);
     }
     let hits = bank.recall(query("CDN cache TTL for images")).unwrap();
     assert_eq!(texts(&hits)[0], "The CDN cache TTL for images is 1 day");

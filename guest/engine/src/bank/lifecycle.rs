@@ -3,28 +3,17 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
-use super::retain::reinforce;
 use super::Bank;
 use crate::error::{Error, Result};
 use crate::index::near_duplicate_pairs;
-use hindsight_types::settings::FeedbackSettings;
 use hindsight_types::time::{Timestamp, DAY_MS};
 use hindsight_types::{
-    FeedbackOutcome, HistoryEvent, Kind, MaintainAction, MaintainReport, MaintainStep, Status, UseEvent,
-    UseRecord,
+    FeedbackOutcome, HistoryEntry, HistoryEvent, Kind, MaintainAction, MaintainReport, MaintainStep,
+    MemoryRecord, Status, UseEvent, UseRecord,
 };
 
 use crate::record::{Class, Record};
 use crate::score;
-
-/// One event in a memory's history (the record as it is now).
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistoryEntry {
-    pub at: Timestamp,
-    pub event: HistoryEvent,
-    pub memory: Record,
-    pub other: Option<String>,
-}
 
 impl Bank {
     /// Applies a caller's verdict to memories, all in one commit; an unknown id changes nothing.
@@ -33,8 +22,12 @@ impl Bank {
         ids: &[String],
         outcome: FeedbackOutcome,
         now: Timestamp,
-    ) -> Result<Vec<Record>> {
-        self.transact(|bank| bank.feedback_once(ids, outcome, now))
+    ) -> Result<Vec<MemoryRecord>> {
+        Ok(self
+            .transact(|bank| bank.feedback_once(ids, outcome, now))?
+            .iter()
+            .map(Record::to_public)
+            .collect())
     }
 
     fn feedback_once(
@@ -45,7 +38,7 @@ impl Bank {
     ) -> Result<Vec<Record>> {
         let f = self.settings.feedback.clone();
         self.change_each(ids, now, |m| {
-            apply_outcome(m, outcome, &f, now);
+            m.apply_feedback(outcome, &f, now);
             m.note(UseRecord {
                 at: now,
                 event: UseEvent::Feedback,
@@ -220,7 +213,7 @@ impl Bank {
                     }
                 }
             }
-            if ms.archive_unused && super::audit::never_useful(&m, self.settings.audit.unused_after) {
+            if ms.archive_unused && m.never_useful(self.settings.audit.unused_after) {
                 let reason = format!(
                     "never useful: recalled {} times, never cited or marked helpful (maintain.archive_unused)",
                     m.recalled()
@@ -343,26 +336,6 @@ impl Bank {
     }
 }
 
-/// A verdict's effect on a memory: its confidence, and the helpful / unhelpful counts.
-pub(super) fn apply_outcome(m: &mut Record, outcome: FeedbackOutcome, f: &FeedbackSettings, now: Timestamp) {
-    match outcome {
-        FeedbackOutcome::Success => {
-            reinforce(m, now, f.success_step, f.success_cap);
-            m.helpful = m.helpful.saturating_add(1);
-        }
-        FeedbackOutcome::Failure => {
-            if m.confidence > f.failure_floor {
-                m.confidence = (m.confidence - f.failure_step).max(f.failure_floor);
-            }
-            m.unhelpful = m.unhelpful.saturating_add(1);
-        }
-        FeedbackOutcome::Correction => {
-            m.confidence *= f.correction_factor;
-            m.unhelpful = m.unhelpful.saturating_add(1);
-        }
-    }
-}
-
 fn entry(at: Timestamp, event: HistoryEvent, m: &Record, other: Option<String>) -> HistoryEntry {
-    HistoryEntry { at, event, memory: m.clone(), other }
+    HistoryEntry { at, event, memory: m.to_public(), other }
 }

@@ -10,8 +10,8 @@ use hindsight_types::*;
 use super::test_support::*;
 use super::*;
 use crate::llm::NoLlm;
-use crate::recall::RecallQuery;
 use crate::store::MemoryStore;
+use hindsight_types::Query;
 
 #[test]
 fn a_changed_preference_supersedes_the_old_one() {
@@ -19,7 +19,7 @@ fn a_changed_preference_supersedes_the_old_one() {
     let mut bank = open(&store);
     let java = retain_one(&mut bank, semantic("user prefers Java"), NOW);
     let java_id = java.id.clone().unwrap();
-    let java_confidence = bank.get(&java_id).unwrap().confidence;
+    let java_confidence = bank.record(&java_id).unwrap().confidence;
     let python = retain_one(&mut bank, semantic("user now prefers Python"), NOW + DAY_MS);
     assert_eq!(python.action, RetainAction::Superseded, "{python:?}");
     assert_eq!(python.related.as_deref(), Some(java_id.as_str()));
@@ -27,7 +27,7 @@ fn a_changed_preference_supersedes_the_old_one() {
 
     let hits = bank.recall(query("which language does the user prefer")).unwrap();
     assert_eq!(texts(&hits), vec!["user now prefers Python"]);
-    let old = bank.get(&java_id).unwrap();
+    let old = bank.record(&java_id).unwrap();
     assert_eq!(old.status, Status::Superseded);
     assert_eq!(old.superseded_by.as_deref(), Some(python_id.as_str()));
     assert!((old.confidence - java_confidence / 2.0).abs() < 1e-6);
@@ -45,7 +45,7 @@ fn a_changed_preference_supersedes_the_old_one() {
     assert_eq!(history[2].at, NOW + DAY_MS);
     assert_eq!(bank.history(&java_id).unwrap(), history, "the same chain from either end");
 
-    let all = bank.recall(RecallQuery { include_superseded: true, ..query("user prefers") }).unwrap();
+    let all = bank.recall(Query { include_superseded: true, ..query("user prefers") }).unwrap();
     assert_eq!(all.items.len(), 2);
     assert!(all.prompt.contains("superseded, no longer current"), "{}", all.prompt);
 }
@@ -74,14 +74,14 @@ fn the_same_fact_three_times_is_one_reinforced_memory() {
     let mut bank = open(&store);
     let text = "the staging database lives on host db-stage-2";
     let first = retain_one(&mut bank, semantic(text), NOW);
-    let c0 = bank.get(first.id.as_ref().unwrap()).unwrap().confidence;
+    let c0 = bank.record(first.id.as_ref().unwrap()).unwrap().confidence;
     for day in 1..=2 {
         let again = retain_one(&mut bank, semantic(text), NOW + day * DAY_MS);
         assert_eq!(again.action, RetainAction::Reinforced);
         assert_eq!(again.id, first.id);
     }
     assert_eq!(bank.stats().unwrap().total, 1);
-    let m = bank.get(first.id.as_ref().unwrap()).unwrap();
+    let m = bank.record(first.id.as_ref().unwrap()).unwrap();
     assert_eq!((m.access_count, m.reinforcements), (2, 2));
     assert!((m.confidence - (c0 + 0.1)).abs() < 1e-5, "{}", m.confidence);
     assert_eq!(m.last_accessed_at, Some(NOW + 2 * DAY_MS));
@@ -104,9 +104,9 @@ fn a_close_memory_of_the_same_kind_is_merged() {
     );
     assert_eq!(second.action, RetainAction::Merged, "{second:?}");
     assert_eq!(second.id, first.id);
-    let survivor = bank.get(first.id.as_ref().unwrap()).unwrap();
+    let survivor = bank.record(first.id.as_ref().unwrap()).unwrap();
     assert_eq!(survivor.importance, 0.9);
-    let absorbed = bank.get(second.related.as_ref().unwrap()).unwrap();
+    let absorbed = bank.record(second.related.as_ref().unwrap()).unwrap();
     assert_eq!(absorbed.status, Status::Merged);
     assert_eq!(absorbed.superseded_by, first.id);
     let history = bank.history(first.id.as_ref().unwrap()).unwrap();
@@ -139,13 +139,13 @@ fn filler_is_filtered_with_its_reason_and_force_stores_it() {
     assert_eq!(out[1].action, RetainAction::Filtered);
     assert_eq!(out[2].action, RetainAction::Created);
     assert!(out[2].reason.contains("constraint"), "{}", out[2].reason);
-    let kept = bank.get(out[2].id.as_ref().unwrap()).unwrap();
+    let kept = bank.record(out[2].id.as_ref().unwrap()).unwrap();
     assert!(kept.has_tag("constraint"));
     assert_eq!(bank.stats().unwrap().total, 1);
 
     let forced = retain_one(&mut bank, Memory { force: true, ..Memory::new("好的") }, NOW);
     assert_eq!(forced.action, RetainAction::Created);
-    assert_eq!(bank.get(forced.id.as_ref().unwrap()).unwrap().content, "好的");
+    assert_eq!(bank.record(forced.id.as_ref().unwrap()).unwrap().content, "好的");
 }
 
 #[test]
@@ -179,7 +179,7 @@ fn an_llm_scores_importance_and_low_scores_are_dropped() {
     assert_eq!(out[0].action, RetainAction::Filtered);
     assert!(out[0].reason.contains("importance 3/10"), "{}", out[0].reason);
     assert_eq!(out[1].action, RetainAction::Created);
-    assert_eq!(bank.get(out[1].id.as_ref().unwrap()).unwrap().importance, 0.8);
+    assert_eq!(bank.record(out[1].id.as_ref().unwrap()).unwrap().importance, 0.8);
     assert_eq!(out[2].action, RetainAction::Created, "a rule keeps a constraint without asking");
     let asked = &llm.requests()[0];
     assert_eq!(asked.operation, LlmOperation::Importance);
@@ -220,8 +220,8 @@ fn feedback_moves_confidence_by_outcome() {
     assert_eq!(m.confidence, 0.4);
     let err = bank.feedback(&[ids[0].clone(), "nope".into()], FeedbackOutcome::Failure, later).unwrap_err();
     assert!(matches!(err, Error::NotFound(_)));
-    assert_eq!(bank.get(&ids[0]).unwrap().confidence, 0.95, "a failed call changes nothing");
-    assert_eq!(open(&store).get(&ids[2]).unwrap().confidence, 0.4, "committed");
+    assert_eq!(bank.record(&ids[0]).unwrap().confidence, 0.95, "a failed call changes nothing");
+    assert_eq!(open(&store).record(&ids[2]).unwrap().confidence, 0.4, "committed");
 }
 
 #[test]
@@ -235,11 +235,11 @@ fn maintain_decays_confidence_for_each_idle_period_once() {
     let report = bank.maintain(NOW + 180 * DAY_MS).unwrap();
     assert_eq!(report.decayed, 1);
     let expected = 0.8 * 0.9f32.powi(6);
-    assert!((bank.get(&id).unwrap().confidence - expected).abs() < 1e-5);
+    assert!((bank.record(&id).unwrap().confidence - expected).abs() < 1e-5);
     // Running again the same day decays nothing more.
     bank.maintain(NOW + 181 * DAY_MS).unwrap();
-    assert!((bank.get(&id).unwrap().confidence - expected).abs() < 1e-5);
-    assert!((open(&store).get(&id).unwrap().confidence - expected).abs() < 1e-5, "committed");
+    assert!((bank.record(&id).unwrap().confidence - expected).abs() < 1e-5);
+    assert!((open(&store).record(&id).unwrap().confidence - expected).abs() < 1e-5, "committed");
 }
 
 #[test]
@@ -257,7 +257,7 @@ fn an_idle_low_confidence_memory_is_archived_and_restorable() {
     assert_eq!(report.steps.len(), 1, "{report:?}");
     assert_eq!(report.steps[0].id, id);
     assert!(report.steps[0].reason.contains("unused for 61 days"), "{:?}", report.steps[0]);
-    assert_eq!(bank.get(&kept).unwrap().status, Status::Active, "constraints do not decay");
+    assert_eq!(bank.record(&kept).unwrap().status, Status::Active, "constraints do not decay");
     assert!(bank.recall(query("cache redis")).unwrap().items.iter().all(|r| r.memory.id != id));
     assert_eq!(bank.restore(&id, NOW + 62 * DAY_MS).unwrap().status, Status::Active);
 }
@@ -272,12 +272,12 @@ fn never_recalled_episodes_lose_weight_then_are_archived() {
             .unwrap();
     let report = bank.maintain(NOW + 31 * DAY_MS).unwrap();
     assert_eq!(report.weakened, 1);
-    assert!((bank.get(&id).unwrap().importance - 0.3).abs() < 1e-6);
+    assert!((bank.record(&id).unwrap().importance - 0.3).abs() < 1e-6);
     bank.maintain(NOW + 45 * DAY_MS).unwrap();
-    assert!((bank.get(&id).unwrap().importance - 0.3).abs() < 1e-6, "weakened once");
+    assert!((bank.record(&id).unwrap().importance - 0.3).abs() < 1e-6, "weakened once");
     let report = bank.maintain(NOW + 61 * DAY_MS).unwrap();
     assert_eq!(report.steps[0].action, MaintainAction::Archived);
-    assert_eq!(bank.get(&id).unwrap().status, Status::Archived);
+    assert_eq!(bank.record(&id).unwrap().status, Status::Archived);
 }
 
 #[test]
@@ -294,7 +294,7 @@ fn expired_memories_are_archived() {
     assert!(bank.maintain(NOW).unwrap().steps.is_empty());
     let report = bank.maintain(NOW + 2 * DAY_MS).unwrap();
     assert!(report.steps[0].reason.starts_with("expired"), "{report:?}");
-    assert_eq!(bank.get(&id).unwrap().status, Status::Archived);
+    assert_eq!(bank.record(&id).unwrap().status, Status::Archived);
 }
 
 #[test]
@@ -317,7 +317,7 @@ fn capacity_archives_the_lowest_composite_scores() {
     assert_eq!(bank.stats().unwrap().active, 100);
     let archived: Vec<&str> = report.steps.iter().map(|s| s.id.as_str()).collect();
     for s in &report.steps {
-        assert!(bank.get(&s.id).unwrap().importance < 0.1, "{s:?}");
+        assert!(bank.record(&s.id).unwrap().importance < 0.1, "{s:?}");
     }
     assert_eq!(archived.len(), 20);
 }
@@ -388,8 +388,8 @@ fn maintain_seals_the_buffer_into_a_segment_that_reopens_without_a_rebuild() {
     assert_eq!(texts(&reopened.recall(query("service17 port")).unwrap()), before);
 
     // A hard-deleted sealed memory is a tombstone: never recalled again.
-    reopened.forget(&ids[17], true, NOW).unwrap();
-    let hits = reopened.recall(RecallQuery { k: Some(40), ..query("service17 port") }).unwrap();
+    reopened.erase(&ids[17], NOW).unwrap();
+    let hits = reopened.recall(Query { k: Some(40), ..query("service17 port") }).unwrap();
     assert!(hits.items.iter().all(|r| r.memory.id != ids[17]));
 
     // Past buffer_max, a retain seals at once.

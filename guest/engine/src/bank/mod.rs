@@ -21,7 +21,7 @@ use std::rc::Rc;
 
 use hindsight_types::settings::Settings;
 use hindsight_types::time::Timestamp;
-use hindsight_types::{Kind, Named, Status};
+use hindsight_types::{Erasure, Kind, MemoryRecord, Named, Status};
 pub use hindsight_types::{RetainAction, RetainOutcome, Stats};
 use serde::{Deserialize, Serialize};
 
@@ -31,10 +31,6 @@ use crate::llm::Llm;
 use crate::record::Record;
 use crate::segment::Segment;
 use crate::store::{scan_all, Op, Store, StoreError};
-pub use audit::{Citations, Explained};
-pub use browse::{Corrected, Listed};
-pub use distill::TaskEnd;
-pub use lifecycle::HistoryEntry;
 pub use recall::recall_across;
 use state::State;
 
@@ -69,7 +65,6 @@ pub struct Bank {
     ids_made: u64,
     /// Whether lessons marked for sharing may go to `spaces.shared_bank` (the caller may write
     /// there); set by the host per call.
-    may_share: bool,
     /// An import this instance has begun (its header was read).
     importing: Option<transfer::Importing>,
 }
@@ -107,6 +102,20 @@ impl Turn {
     }
 }
 
+/// The ids of the banks `store` holds, in byte order: the one place outside a bank that knows
+/// its keys are `b/<id>/…`.
+pub fn banks(store: &dyn Store) -> Result<Vec<String>> {
+    let mut banks = Vec::new();
+    let mut after: Option<String> = None;
+    // One scan per bank: after a bank's keys `b/<id>/…` comes `b/<id>0…` ('0' follows '/').
+    while let Some((key, _)) = store.scan("b/", after.as_deref(), 1)?.into_iter().next() {
+        let Some(id) = key["b/".len()..].split('/').next().filter(|id| !id.is_empty()) else { break };
+        banks.push(id.to_string());
+        after = Some(format!("b/{id}0"));
+    }
+    Ok(banks)
+}
+
 impl Bank {
     pub fn open(
         id: &str,
@@ -142,7 +151,6 @@ impl Bank {
             settings,
             state: State::empty(dim),
             ids_made: 0,
-            may_share: true,
             importing: None,
         };
         bank.reload()?;
@@ -150,12 +158,6 @@ impl Bank {
             bank.transact(Bank::migrate_once)?;
         }
         Ok(bank)
-    }
-
-    /// Whether the next distillations may write lessons marked for sharing to
-    /// `spaces.shared_bank` (else they stay here).
-    pub fn set_may_share(&mut self, allowed: bool) {
-        self.may_share = allowed;
     }
 
     /// Brings a bank written in an older stored format to this one, in one commit: JSON index
@@ -344,6 +346,7 @@ impl Bank {
     fn wait_for_turn(&self, ours: Option<&Turn>) -> Result<()> {
         let started = hindsight_types::time::now();
         loop {
+            self.store.refresh()?;
             let held = self.store.get(&self.key(TURN_KEY))?.and_then(|b| Turn::from_bytes(&b));
             let now = hindsight_types::time::now();
             let free = match held {
@@ -385,7 +388,18 @@ impl Bank {
         }
         let applied = self.state.applied;
         ops.insert(0, Op::Expect(self.key("seq"), (applied > 0).then(|| applied.to_le_bytes().to_vec())));
-        let next = applied + 1;
+        // A bank made anew after a delete numbers on from where the deleted one stopped.
+        let start = match applied {
+            0 => {
+                let generation = self.store.get(&self.generation_key())?;
+                let last =
+                    generation.as_deref().and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes);
+                ops.insert(1, Op::Expect(self.generation_key(), generation));
+                last
+            }
+            n => n,
+        };
+        let next = start + 1;
         ops.push(Op::Put(self.key("seq"), next.to_le_bytes().to_vec()));
         self.store.commit(ops)?;
         self.state.applied = next;
@@ -444,7 +458,12 @@ impl Bank {
         format!("m{:011x}{:08x}", (now.max(0) as u64) & 0xfff_ffff_ffff, random)
     }
 
-    pub fn get(&mut self, id: &str) -> Result<Record> {
+    pub fn get(&mut self, id: &str) -> Result<MemoryRecord> {
+        Ok(self.record(id)?.to_public())
+    }
+
+    /// The stored record, bookkeeping included.
+    pub(crate) fn record(&mut self, id: &str) -> Result<Record> {
         self.sync()?;
         self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))
     }
@@ -455,43 +474,151 @@ impl Bank {
 
     /// Soft: the memory is archived (kept, restorable, never recalled). Hard: the record and its
     /// vector are deleted from the store and every index.
-    pub fn forget(&mut self, id: &str, hard: bool, now: Timestamp) -> Result<()> {
-        self.transact(|bank| bank.forget_once(id, hard, now))
+    /// Archives memory `id`: kept, restorable, never recalled ([`Bank::erase`] erases).
+    pub fn forget(&mut self, id: &str, now: Timestamp) -> Result<()> {
+        self.transact(|bank| {
+            let memory = bank.state.memory(id).cloned().ok_or_else(|| bank.not_found(id))?;
+            if memory.status != Status::Archived {
+                let mut m = memory.clone();
+                m.archive(&memory, now);
+                bank.commit(vec![bank.put_memory(&m)], now)?;
+                bank.state.update(m);
+            }
+            Ok(())
+        })
     }
 
-    fn forget_once(&mut self, id: &str, hard: bool, now: Timestamp) -> Result<()> {
-        let memory = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
-        if hard {
-            let mut ops =
-                vec![Op::Delete(self.key(&format!("m/{id}"))), Op::Delete(self.key(&format!("v/{id}")))];
-            // Nothing may keep the erased id or its text: neighbours are relinked past it, and
-            // the task it was distilled from loses the text (in the same commit).
-            let relinked = self.relinked_without(&memory, now);
-            ops.extend(relinked.iter().map(|m| self.put_memory(m)));
-            let distilled_from = memory.metadata.iter().find(|(k, _)| k == "task").map(|(_, v)| v.as_str());
-            if let Some(task) = distilled_from {
-                ops.extend(self.scrub_task(task, &memory, now)?);
+    /// Erases memory `id` for good, and every copy of its text: the records merged into it, its
+    /// text in every task that holds it (the one it was distilled from, ones whose facts
+    /// reinforced it), its entries in the recall log and the tasks' citation handles, and the
+    /// copies shared from it into other banks (each erased the same way, in that bank's own
+    /// commit, after this bank's). Says what it erased and what remains.
+    pub fn erase(&mut self, id: &str, now: Timestamp) -> Result<Erasure> {
+        let mut receipt = Erasure::default();
+        let mut seen = std::collections::BTreeSet::new();
+        self.erase_with_copies(id, now, &mut receipt, &mut seen)?;
+        // A store that keeps old values beside its data (a log) drops them now. The memory is
+        // gone either way; the error says so, since forgetting it again finds nothing.
+        self.store.checkpoint().map_err(|e| {
+            Error::Store(format!(
+                "memory {id} is forgotten, but the store kept its old bytes: {e}; they go at its next \
+                 compaction (or the next hard forget)"
+            ))
+        })?;
+        Ok(receipt)
+    }
+
+    fn erase_with_copies(
+        &mut self,
+        id: &str,
+        now: Timestamp,
+        receipt: &mut Erasure,
+        seen: &mut std::collections::BTreeSet<String>,
+    ) -> Result<()> {
+        seen.insert(format!("{}/{id}", self.id));
+        self.transact(|bank| bank.erase_once(id, now, receipt))?;
+        let origin = format!("{}/{id}", self.id);
+        for other in banks(&*self.store)? {
+            if other == self.id {
+                continue;
             }
-            ops.extend(self.unlog(id, distilled_from)?);
-            // The keyword snapshot holds the memory's words: saved again without them, in the same
-            // commit (rather than dropped, which would make the next open tokenize everything).
-            self.state.remove(id, relinked, &self.settings.lexical);
-            ops.push(self.save_lexical());
-            self.commit_or_reload(ops, now)?;
-            // A store that keeps old values beside its data (a log) drops them now. The memory is
-            // gone either way; the error says so, since forgetting it again finds nothing.
-            self.store.checkpoint().map_err(|e| {
-                Error::Store(format!(
-                    "memory {id} is forgotten, but the store kept its old bytes: {e}; they go at its next \
-                     compaction (or the next hard forget)"
-                ))
-            })?;
-        } else if memory.status != Status::Archived {
-            let mut m = memory.clone();
-            m.archive(&memory, now);
-            self.commit(vec![self.put_memory(&m)], now)?;
-            self.state.update(m);
+            let mut bank = self.open_sibling(&other)?;
+            let copies: Vec<String> = bank
+                .state
+                .slots
+                .iter()
+                .flatten()
+                .filter(|m| m.metadata.iter().any(|(k, v)| k == "shared_from" && *v == origin))
+                .map(|m| m.id.clone())
+                .collect();
+            for copy in copies {
+                if !seen.contains(&format!("{other}/{copy}")) {
+                    bank.erase_with_copies(&copy, now, receipt, seen)?;
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// Deletes the bank: every key under it, in one commit; returns how many. Its sequence
+    /// number is kept beside it (`g/<id>`), so a bank made again under the same id never takes a
+    /// number an instance that had the old one open would mistake for what it applied.
+    pub fn delete_bank(&mut self) -> Result<u32> {
+        self.sync()?;
+        let mut keys = Vec::new();
+        scan_all(&*self.store, &self.prefix, |key, _| {
+            keys.push(key);
+            Ok(())
+        })?;
+        let applied = self.state.applied;
+        let mut ops =
+            vec![Op::Expect(self.key("seq"), (applied > 0).then(|| applied.to_le_bytes().to_vec()))];
+        ops.extend(keys.iter().cloned().map(Op::Delete));
+        ops.push(Op::Put(self.generation_key(), (applied + 1).to_le_bytes().to_vec()));
+        self.store.commit(ops)?;
+        self.state = State::empty(self.embedder.dimension());
+        Ok(keys.len() as u32)
+    }
+
+    /// Where a deleted bank's last sequence number is kept (outside the bank's own keys).
+    fn generation_key(&self) -> String {
+        format!("g/{}", self.id)
+    }
+
+    /// One bank's part of an erasure, in one commit.
+    fn erase_once(&mut self, id: &str, now: Timestamp, receipt: &mut Erasure) -> Result<()> {
+        let memory = self.state.memory(id).cloned().ok_or_else(|| self.not_found(id))?;
+        // The records merged into it hold what it says, in other words: they go with it.
+        let merged: Vec<Record> = self
+            .state
+            .slots
+            .iter()
+            .flatten()
+            .filter(|m| m.status == Status::Merged && m.superseded_by.as_deref() == Some(id))
+            .cloned()
+            .collect();
+        let mut ops = Vec::new();
+        let mut erased = vec![memory.clone()];
+        erased.extend(merged);
+        for m in &erased {
+            ops.push(Op::Delete(self.key(&format!("m/{}", m.id))));
+            ops.push(Op::Delete(self.key(&format!("v/{}", m.id))));
+        }
+        // Nothing may keep the erased ids or their text: neighbours are relinked past them, every
+        // task that holds the text loses it, and every citation handle naming them points nowhere
+        // (in the same commit).
+        let mut relinked: Vec<Record> = Vec::new();
+        for m in &erased {
+            for r in self.relinked_without(m, now) {
+                if erased.iter().any(|e| e.id == r.id) {
+                    continue;
+                }
+                match relinked.iter_mut().find(|x| x.id == r.id) {
+                    Some(x) => *x = r,
+                    None => relinked.push(r),
+                }
+            }
+        }
+        ops.extend(relinked.iter().map(|m| self.put_memory(m)));
+        let (scrubbed, task_ops) = self.scrub_tasks(&erased, now)?;
+        ops.extend(task_ops);
+        let mut logged = 0;
+        for m in &erased {
+            let (entries, unlog_ops) = self.unlog(&m.id)?;
+            logged += entries;
+            ops.extend(unlog_ops);
+        }
+        for m in &erased {
+            self.state.remove(&m.id, relinked.clone(), &self.settings.lexical);
+        }
+        // The keyword snapshot holds the memory's words: saved again without them, in the same
+        // commit (rather than dropped, which would make the next open tokenize everything).
+        ops.push(self.save_lexical());
+        self.commit_or_reload(ops, now)?;
+        receipt.memories.extend(erased.iter().map(|m| format!("{}/{}", self.id, m.id)));
+        receipt.vectors += erased.len() as u32;
+        receipt.recall_log_entries += logged;
+        receipt.tasks.extend(scrubbed.iter().map(|t| format!("{}/{t}", self.id)));
         Ok(())
     }
 
@@ -528,15 +655,15 @@ impl Bank {
         out
     }
 
-    pub fn restore(&mut self, id: &str, now: Timestamp) -> Result<Record> {
-        self.transact(|bank| bank.restore_once(id, now))
+    pub fn restore(&mut self, id: &str, now: Timestamp) -> Result<MemoryRecord> {
+        Ok(self.transact(|bank| bank.restore_once(id, now))?.to_public())
     }
 
     /// Undoes a wrong supersede: the memory is active again, with the confidence it had, and
     /// it and the memory that replaced it are marked as both holding (conflicting, kept side
     /// by side), so the same pair is not superseded again.
-    pub fn unsupersede(&mut self, id: &str, now: Timestamp) -> Result<Record> {
-        self.transact(|bank| bank.unsupersede_once(id, now))
+    pub fn unsupersede(&mut self, id: &str, now: Timestamp) -> Result<MemoryRecord> {
+        Ok(self.transact(|bank| bank.unsupersede_once(id, now))?.to_public())
     }
 
     fn unsupersede_once(&mut self, id: &str, now: Timestamp) -> Result<Record> {
@@ -663,6 +790,8 @@ mod audit_tests;
 mod distill_tests;
 #[cfg(test)]
 mod edges_tests;
+#[cfg(test)]
+mod hard_edges_tests;
 #[cfg(test)]
 mod judging_tests;
 #[cfg(test)]

@@ -2,24 +2,24 @@
 
 use std::collections::HashMap;
 
-use hindsight_types::time::DAY_MS;
-use hindsight_types::{RecallHit, RecallLogEntry, ScopeLevel, Status};
+use hindsight_types::time::{Timestamp, DAY_MS};
+use hindsight_types::{Query, RecallHit, RecallLogEntry, RecallResult, Recalled, ScopeLevel, Status};
 
 use super::{checked_vector, Bank};
 use crate::error::{Error, Result};
 use crate::prompt;
-use crate::recall::{RecallQuery, RecallResult, Recalled};
 use crate::record::Record;
 use crate::score::{self, Bounds, Evidence, Score};
 use crate::store::{Op, StoreError};
 
 impl Bank {
-    pub fn recall(&mut self, q: RecallQuery) -> Result<RecallResult> {
+    /// The memories that matter for `q`, at `q.now` (the wall clock when unset).
+    pub fn recall(&mut self, q: Query) -> Result<RecallResult> {
         recall_across(&mut [self], q)
     }
 
     /// The query checked against the limits: its trimmed text and k.
-    fn checked_query<'q>(&self, q: &'q RecallQuery) -> Result<(&'q str, u32)> {
+    fn checked_query<'q>(&self, q: &'q Query) -> Result<(&'q str, u32)> {
         let limits = &self.settings.limits;
         let query = q.query.trim();
         if query.is_empty() {
@@ -44,13 +44,13 @@ impl Bank {
     /// keywords, each with both kinds of evidence.
     fn recall_candidates(
         &self,
-        q: &RecallQuery,
+        q: &Query,
+        now: Timestamp,
         query: &str,
         query_vector: &[f32],
         pool: usize,
     ) -> HashMap<u32, Evidence> {
         let state = &self.state;
-        let now = q.now;
         let eligible = |slot: u32| -> bool {
             let Some(m) = state.slots[slot as usize].as_ref() else {
                 return false;
@@ -78,9 +78,9 @@ impl Bank {
     }
 
     /// A ranked memory as recall returns it.
-    fn recalled(&self, slot: u32, score: Score, now: i64) -> Recalled {
+    fn recalled(&self, slot: u32, score: Score, now: Timestamp) -> Recalled {
         let state = &self.state;
-        let m = state.slots[slot as usize].clone().expect("ranked slots are live");
+        let m = state.slots[slot as usize].as_ref().expect("ranked slots are live");
         let conflicting = m
             .conflicts_with
             .iter()
@@ -90,7 +90,7 @@ impl Bank {
         let stale_ms = (self.settings.recall.stale_after_days as f64 * DAY_MS as f64) as i64;
         let possibly_stale = now.saturating_sub(m.occurred_at) > stale_ms;
         Recalled {
-            memory: m,
+            memory: m.to_public(),
             score,
             conflicting,
             possibly_stale,
@@ -170,7 +170,8 @@ impl Bank {
 /// and ranked by one score, so a strong memory in a shared bank outranks a weak private one.
 /// On equal scores the bank listed first wins (private before shared). Each item names its
 /// bank; the prompt block marks the ones from a bank other than the first.
-pub fn recall_across(banks: &mut [&mut Bank], q: RecallQuery) -> Result<RecallResult> {
+pub fn recall_across(banks: &mut [&mut Bank], q: Query) -> Result<RecallResult> {
+    let now = q.now.unwrap_or_else(hindsight_types::time::now);
     let first = banks.first().ok_or_else(|| Error::invalid("banks", "must name at least one bank"))?;
     let (query, k) = first.checked_query(&q)?;
     let settings = first.settings.clone();
@@ -183,7 +184,9 @@ pub fn recall_across(banks: &mut [&mut Bank], q: RecallQuery) -> Result<RecallRe
     for (b, bank) in banks.iter_mut().enumerate() {
         bank.sync()?;
         evidence.extend(
-            bank.recall_candidates(&q, query, &query_vector, pool).into_iter().map(|(slot, e)| (b, slot, e)),
+            bank.recall_candidates(&q, now, query, &query_vector, pool)
+                .into_iter()
+                .map(|(slot, e)| (b, slot, e)),
         );
     }
     let bounds = Bounds::over(evidence.iter().map(|(_, _, e)| *e));
@@ -191,7 +194,7 @@ pub fn recall_across(banks: &mut [&mut Bank], q: RecallQuery) -> Result<RecallRe
         .into_iter()
         .map(|(b, slot, e)| {
             let m = banks[b].state.slots[slot as usize].as_ref().expect("candidates are live");
-            (b, slot, score::fuse(m, e, &bounds, q.now, q.task_type.as_deref(), &settings.recall))
+            (b, slot, score::fuse(m, e, &bounds, now, q.task_type.as_deref(), &settings.recall))
         })
         .filter(|(_, _, s)| q.min_score.is_none_or(|min| s.total >= min))
         .collect();
@@ -199,10 +202,33 @@ pub fn recall_across(banks: &mut [&mut Bank], q: RecallQuery) -> Result<RecallRe
     ranked.sort_by(|x, y| {
         y.2.total.total_cmp(&x.2.total).then(x.0.cmp(&y.0)).then_with(|| id(x.0, x.1).cmp(&id(y.0, y.1)))
     });
+    if banks.len() > 1 {
+        // A memory shared into another bank listed here is one memory: the copy in the bank
+        // listed first is kept (the others would spend k and the prompt's budget twice).
+        let origin = |b: usize, slot: u32| {
+            let m = banks[b].state.slots[slot as usize].as_ref().expect("candidates are live");
+            m.metadata
+                .iter()
+                .find(|(k, _)| k == "shared_from")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| format!("{}/{}", banks[b].id, m.id))
+        };
+        let mut first_bank: HashMap<String, usize> = HashMap::new();
+        for &(b, slot, _) in &ranked {
+            let o = origin(b, slot);
+            let e = first_bank.entry(o).or_insert(b);
+            *e = (*e).min(b);
+        }
+        let mut kept: std::collections::HashSet<String> = std::collections::HashSet::new();
+        ranked.retain(|&(b, slot, _)| {
+            let o = origin(b, slot);
+            first_bank[&o] == b && kept.insert(o)
+        });
+    }
     ranked.truncate(k as usize);
 
     let mut items: Vec<Recalled> =
-        ranked.iter().map(|&(b, slot, score)| banks[b].recalled(slot, score, q.now)).collect();
+        ranked.iter().map(|&(b, slot, score)| banks[b].recalled(slot, score, now)).collect();
     let home = banks[0].id.clone();
     // Citation handles: a task's run on across its recalls (a memory keeps its handle); without
     // a task they are the ranks. Memories of another bank are `bank/id` in a task's list.
@@ -234,13 +260,17 @@ pub fn recall_across(banks: &mut [&mut Bank], q: RecallQuery) -> Result<RecallRe
                 handle: items[i].in_prompt.then(|| items[i].handle.clone()).flatten(),
             })
             .collect();
-        let log = bank.log_entry(query, q.agent_id.clone(), q.task_id.clone(), hits, q.now);
+        let mut log = bank.log_entry(query, q.agent_id.clone(), q.task_id.clone(), hits, now);
+        if b > 0 {
+            // The other banks' readers would see the caller's query: they get its hash only.
+            log.query = None;
+        }
         let task = q.task_id.as_deref().filter(|_| b == 0).map(|t| (t, handle_ids.as_slice()));
-        for (i, used) in mine.into_iter().zip(bank.record_use(&ids, log, task, q.now)?) {
+        for (i, used) in mine.into_iter().zip(bank.record_use(&ids, log, task, now)?) {
             if let Some(m) = used {
-                items[i].memory = m;
+                items[i].memory = m.to_public();
             }
         }
     }
-    Ok(RecallResult { items, prompt })
+    Ok(RecallResult { items, prompt, skipped_banks: Vec::new() })
 }

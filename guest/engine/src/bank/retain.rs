@@ -367,7 +367,7 @@ impl Bank {
             }
             Decision::Reinforce { existing, why } => {
                 let mut m = self.state.memory(&existing).cloned().expect("decided on a live memory");
-                reinforce(&mut m, now, w.reinforce_confidence_step, w.confidence_cap);
+                m.reinforce(now, w.reinforce_confidence_step, w.confidence_cap);
                 self.keep(m, touched);
                 outcome(
                     Some(&existing),
@@ -454,17 +454,6 @@ impl Bank {
 }
 
 /// A confirmation: used now, a little more certain, its decay and half-life reset and lengthened.
-pub(super) fn reinforce(m: &mut Record, now: Timestamp, step: f32, cap: f32) {
-    m.access_count = m.access_count.saturating_add(1);
-    m.touch(now);
-    m.reinforcements = m.reinforcements.saturating_add(1);
-    m.decay_periods = 0;
-    if m.confidence < cap {
-        m.confidence = (m.confidence + step).min(cap);
-    }
-    m.updated_at = now;
-}
-
 fn outcome(id: Option<&str>, action: RetainAction, related: Option<&str>, reason: String) -> RetainOutcome {
     RetainOutcome { id: id.map(str::to_string), action, related: related.map(str::to_string), reason }
 }

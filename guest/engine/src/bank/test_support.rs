@@ -10,9 +10,9 @@ use hindsight_types::{Kind, Memory, RetainOutcome};
 
 use super::Bank;
 use crate::llm::{Llm, LlmError, LlmRequest, LlmResponse, NoLlm};
-use crate::recall::{RecallQuery, RecallResult};
 use crate::store::MemoryStore;
 use crate::test_support::HashEmbedder;
+use hindsight_types::{Query, RecallResult};
 
 /// 2026-01-01T00:00:00Z: tests pass time in, never read the clock.
 pub(super) const NOW: Timestamp = 1_767_225_600_000;
@@ -36,8 +36,8 @@ pub(super) fn open_dim(
         .unwrap()
 }
 
-pub(super) fn query(text: &str) -> RecallQuery {
-    RecallQuery { query: text.into(), k: Some(3), now: NOW, ..Default::default() }
+pub(super) fn query(text: &str) -> Query {
+    Query { query: text.into(), k: Some(3), now: Some(NOW), ..Default::default() }
 }
 
 pub(super) fn texts(result: &RecallResult) -> Vec<&str> {

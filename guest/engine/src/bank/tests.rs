@@ -7,9 +7,10 @@ use hindsight_types::*;
 use super::test_support::*;
 use super::*;
 use crate::llm::NoLlm;
-use crate::recall::RecallQuery;
 use crate::store::MemoryStore;
 use crate::test_support::{FailingStore, HashEmbedder};
+use hindsight_types::Query;
+use hindsight_types::{EndTask, NewTask};
 
 fn seed(bank: &mut Bank) -> Vec<String> {
     let items = [
@@ -53,8 +54,8 @@ fn recall_counts_access_in_the_store() {
     let store = Arc::new(MemoryStore::new());
     let mut bank = open(&store);
     let ids = seed(&mut bank);
-    bank.recall(RecallQuery { k: Some(1), ..query("PostgreSQL") }).unwrap();
-    let m = open(&store).get(&ids[2]).unwrap();
+    bank.recall(Query { k: Some(1), ..query("PostgreSQL") }).unwrap();
+    let m = open(&store).record(&ids[2]).unwrap();
     assert_eq!(m.access_count, 1);
     assert_eq!(m.last_accessed_at, Some(NOW));
 }
@@ -77,10 +78,10 @@ fn soft_forget_hides_and_restore_brings_back() {
     let store = Arc::new(MemoryStore::new());
     let mut bank = open(&store);
     let ids = seed(&mut bank);
-    bank.forget(&ids[0], false, NOW).unwrap();
+    bank.forget(&ids[0], NOW).unwrap();
     let result = bank.recall(query("CSV encoding pandas")).unwrap();
     assert!(!texts(&result).iter().any(|t| t.contains("read_csv")));
-    assert_eq!(bank.get(&ids[0]).unwrap().status, Status::Archived);
+    assert_eq!(bank.record(&ids[0]).unwrap().status, Status::Archived);
     bank.restore(&ids[0], NOW).unwrap();
     let result = bank.recall(query("CSV encoding pandas")).unwrap();
     assert!(texts(&result)[0].contains("read_csv"));
@@ -115,14 +116,14 @@ fn hard_forget_erases_every_byte() {
     let ids = seed(&mut bank);
     bank.maintain(NOW).unwrap(); // the keyword snapshot holds the memory's words too
     assert!(store.contains_bytes(b"utf-8-sig") && store.contains_bytes(b"read_csv"));
-    bank.forget(&ids[0], true, NOW).unwrap();
+    bank.erase(&ids[0], NOW).unwrap();
     assert!(!store.contains_bytes(b"utf-8-sig") && !store.contains_bytes(b"read_csv"));
     assert!(store.contains_bytes(b"postgresql"), "the snapshot is saved again with the others' words");
     let mut reopened = open(&store);
     reopened.stats().unwrap();
     assert_eq!(reopened.state.lexical.unsaved(), 0, "and restores them all");
     assert!(!store.contains_bytes(ids[0].as_bytes()));
-    assert!(matches!(bank.get(&ids[0]), Err(Error::NotFound(_))));
+    assert!(matches!(bank.record(&ids[0]), Err(Error::NotFound(_))));
     assert!(matches!(bank.restore(&ids[0], NOW), Err(Error::NotFound(_))));
     let result = bank.recall(query("read_csv utf-8-sig")).unwrap();
     assert!(!texts(&result).iter().any(|t| t.contains("read_csv")));
@@ -158,9 +159,9 @@ fn a_failed_commit_leaves_the_bank_as_it_was() {
     store.fail_next_commit();
     assert!(matches!(bank.retain(vec![Memory::new("lost")], NOW), Err(Error::Store(_))));
     store.fail_next_commit();
-    assert!(bank.forget(&ids[0], true, NOW).is_err());
+    assert!(bank.erase(&ids[0], NOW).is_err());
     assert_eq!(bank.stats().unwrap().active, 3);
-    assert_eq!(bank.get(&ids[0]).unwrap().status, Status::Active);
+    assert_eq!(bank.record(&ids[0]).unwrap().status, Status::Active);
 }
 
 #[test]
@@ -184,10 +185,9 @@ fn filters_apply_before_ranking() {
         NOW - DAY_MS,
     )
     .unwrap();
-    let only_semantic =
-        bank.recall(RecallQuery { kinds: vec![Kind::Semantic], ..query("PostgreSQL") }).unwrap();
+    let only_semantic = bank.recall(Query { kinds: vec![Kind::Semantic], ..query("PostgreSQL") }).unwrap();
     assert_eq!(texts(&only_semantic), vec!["PostgreSQL is preferred"]);
-    let tagged = bank.recall(RecallQuery { tags: vec!["db".into()], ..query("PostgreSQL") }).unwrap();
+    let tagged = bank.recall(Query { tags: vec!["db".into()], ..query("PostgreSQL") }).unwrap();
     assert_eq!(texts(&tagged), vec!["PostgreSQL is preferred"]);
     let all = bank.recall(query("PostgreSQL")).unwrap();
     assert!(
@@ -227,9 +227,9 @@ fn bad_queries_are_named() {
     let store = Arc::new(MemoryStore::new());
     let mut bank = open(&store);
     assert!(bank.recall(query("   ")).unwrap_err().message().starts_with("query:"));
-    assert!(bank.recall(RecallQuery { k: Some(0), ..query("x") }).unwrap_err().message().starts_with("k:"));
+    assert!(bank.recall(Query { k: Some(0), ..query("x") }).unwrap_err().message().starts_with("k:"));
     assert!(bank
-        .recall(RecallQuery { min_score: Some(f32::NAN), ..query("x") })
+        .recall(Query { min_score: Some(f32::NAN), ..query("x") })
         .unwrap_err()
         .message()
         .starts_with("min_score:"));
@@ -257,8 +257,8 @@ fn banks_sharing_a_store_do_not_see_each_other() {
     )
     .unwrap();
     assert!(b.recall(query("PostgreSQL")).unwrap().items.is_empty());
-    assert!(matches!(b.get(&ids[0]), Err(Error::NotFound(_))));
-    assert!(matches!(b.forget(&ids[0], true, NOW), Err(Error::NotFound(_))));
+    assert!(matches!(b.record(&ids[0]), Err(Error::NotFound(_))));
+    assert!(matches!(b.erase(&ids[0], NOW), Err(Error::NotFound(_))));
     assert_eq!(a.stats().unwrap().active, 3);
 }
 
@@ -297,13 +297,13 @@ fn a_reply_is_found_by_the_words_of_the_turn_before_it() {
         .into_iter()
         .map(|o| o.id.unwrap())
         .collect();
-    let hits = bank.recall(RecallQuery { k: Some(3), ..query("pottery") }).unwrap();
+    let hits = bank.recall(Query { k: Some(3), ..query("pottery") }).unwrap();
     assert!(texts(&hits).contains(&"Caroline: yes, last week, it was great"), "{:?}", texts(&hits));
-    assert_eq!(open(&store).get(&ids[1]).unwrap().follows.as_deref(), Some(ids[0].as_str()));
+    assert_eq!(open(&store).record(&ids[1]).unwrap().follows.as_deref(), Some(ids[0].as_str()));
 
     // Erasing the question takes its words out of the reply's document too.
-    bank.forget(&ids[0], true, NOW).unwrap();
-    let hits = bank.recall(RecallQuery { k: Some(3), ..query("pottery") }).unwrap();
+    bank.erase(&ids[0], NOW).unwrap();
+    let hits = bank.recall(Query { k: Some(3), ..query("pottery") }).unwrap();
     assert!(hits.items.iter().all(|r| r.score.lexical == 0.0), "{:?}", texts(&hits));
 }
 
@@ -324,8 +324,8 @@ fn items_of_one_call_are_a_sequence_only_when_marked() {
         .into_iter()
         .map(|o| o.id.unwrap())
         .collect();
-    assert_eq!(open(&store).get(&ids[1]).unwrap().follows, None);
-    let hits = bank.recall(RecallQuery { k: Some(2), ..query("redis") }).unwrap();
+    assert_eq!(open(&store).record(&ids[1]).unwrap().follows, None);
+    let hits = bank.recall(Query { k: Some(2), ..query("redis") }).unwrap();
     let nginx = hits.items.iter().find(|r| r.memory.id == ids[1]);
     assert!(nginx.is_none_or(|r| r.score.lexical == 0.0), "{:?}", texts(&hits));
 }
@@ -398,13 +398,13 @@ fn a_stale_instance_never_overwrites_another_instances_commit() {
     let (a_id, a_store) = (id.clone(), store.clone());
     let arm = move || {
         let mut a = open(&a_store);
-        a.forget(&a_id, false, NOW + 1).unwrap();
+        a.forget(&a_id, NOW + 1).unwrap();
     };
     *armed.lock().unwrap() = Some(Box::new(arm));
     let outcome = b.retain(vec![Memory::new(fact)], NOW + 2).unwrap().remove(0);
 
-    assert_eq!(open(&store).get(&id).unwrap().status, Status::Archived, "A's archive survived B's write");
-    assert_eq!(b.get(&id).unwrap().status, Status::Archived, "B reloaded and saw it");
+    assert_eq!(open(&store).record(&id).unwrap().status, Status::Archived, "A's archive survived B's write");
+    assert_eq!(b.record(&id).unwrap().status, Status::Archived, "B reloaded and saw it");
     assert_ne!(outcome.id.as_deref(), Some(id.as_str()), "B did not reinforce a memory A had archived");
     assert_eq!(b.stats().unwrap().sequence, 3, "one commit each, none lost: {outcome:?}");
     a.sync().unwrap();
@@ -436,6 +436,79 @@ fn a_writer_waits_for_another_writers_live_turn() {
     let mut bank = open(&store);
     bank.retain(vec![Memory::new("the billing API allows 100 requests a minute")], NOW).unwrap();
     assert!(hindsight_types::time::now() >= until, "the retain committed inside another writer's turn");
+}
+
+/// A store that answers reads from its own copy, taken at its last refresh or commit: another
+/// instance's commits are seen only after `refresh` (the edge's file store works so).
+struct CopyingStore {
+    inner: Arc<MemoryStore>,
+    copy: Mutex<Vec<(String, Vec<u8>)>>,
+}
+
+impl CopyingStore {
+    fn new(inner: Arc<MemoryStore>) -> CopyingStore {
+        let store = CopyingStore { inner, copy: Mutex::default() };
+        store.refresh().unwrap();
+        store
+    }
+}
+
+impl Store for CopyingStore {
+    fn get(&self, key: &str) -> std::result::Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.copy.lock().unwrap().iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
+    }
+    fn scan(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> std::result::Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let copy = self.copy.lock().unwrap();
+        Ok(copy
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix) && after.is_none_or(|a| k.as_str() > a))
+            .take(limit as usize)
+            .cloned()
+            .collect())
+    }
+    fn commit(&self, ops: Vec<Op>) -> std::result::Result<(), StoreError> {
+        let result = self.inner.commit(ops);
+        self.refresh()?;
+        result
+    }
+    fn refresh(&self) -> std::result::Result<(), StoreError> {
+        *self.copy.lock().unwrap() = self.inner.scan("", None, u32::MAX)?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_writer_waiting_on_its_own_copy_of_the_store_sees_the_turn_released() {
+    let store = Arc::new(MemoryStore::new());
+    let turn = Turn { holder: 7, until: hindsight_types::time::now() + Turn::LASTS_MS };
+    store.commit(vec![Op::Put("b/test/turn".into(), turn.to_bytes())]).unwrap();
+    let mut bank = Bank::open(
+        "test",
+        Box::new(CopyingStore::new(store.clone())),
+        Rc::new(HashEmbedder { dimension: 64 }),
+        Rc::new(NoLlm),
+        Rc::new(Settings::default()),
+    )
+    .unwrap();
+    let other = store.clone();
+    let releases = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        other.commit(vec![Op::Put("b/test/turn".into(), turn.released())]).unwrap();
+    });
+    let started = std::time::Instant::now();
+    bank.retain(vec![Memory::new("the billing API allows 100 requests a minute")], NOW).unwrap();
+    releases.join().unwrap();
+    // Without a refresh while it waits, the writer sees the turn it saw first until it lapses.
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(2_000),
+        "waited {:?} for a turn released after 100 ms",
+        started.elapsed()
+    );
 }
 
 /// A bank as hindsight 0.1 left it: `meta` without a format version, index segments in JSON.
@@ -533,7 +606,7 @@ fn racing(store: &Arc<MemoryStore>, other: impl FnOnce() + Send + 'static) -> Ba
 #[test]
 fn two_instances_updating_one_task_lose_neither_update() {
     let store = Arc::new(MemoryStore::new());
-    let id = open(&store).begin_task("migrate the orders table", None, NOW).unwrap().id;
+    let id = open(&store).begin_task(&NewTask::new("migrate the orders table"), NOW).unwrap().id;
     let (a_store, a_id) = (store.clone(), id.clone());
     let mut b = racing(&store, move || {
         open(&a_store)
@@ -541,29 +614,33 @@ fn two_instances_updating_one_task_lose_neither_update() {
             .unwrap();
     });
     b.update_task(&id, TaskUpdate::Note("B: run it at night".into()), None, NOW).unwrap();
-    let task = open(&store).task(&id).unwrap();
+    let task = open(&store).stored_task(&id).unwrap();
     assert_eq!(task.notes, ["A: the table has 2M rows", "B: run it at night"]);
     assert_eq!(task.version, 3);
     // An update made against a version that is no longer current is refused as a conflict.
     let err = b.update_task(&id, TaskUpdate::Note("late".into()), Some(2), NOW).unwrap_err();
     assert!(matches!(err, Error::Stale(_)), "{err}");
-    assert_eq!(open(&store).task(&id).unwrap().notes.len(), 2);
+    assert_eq!(open(&store).stored_task(&id).unwrap().notes.len(), 2);
 }
 
 #[test]
 fn a_task_ended_by_two_instances_at_once_is_distilled_once() {
     let store = Arc::new(MemoryStore::new());
     let mut a = open(&store);
-    let id = a.begin_task("set up CI", None, NOW).unwrap().id;
+    let id = a.begin_task(&NewTask::new("set up CI"), NOW).unwrap().id;
     a.update_task(&id, TaskUpdate::Fact("the runner needs 4 GB of memory".into()), None, NOW).unwrap();
     let (a_store, a_id) = (store.clone(), id.clone());
     let mut b = racing(&store, move || {
-        let first = open(&a_store).end_task(&a_id, Outcome::Success, None, true, NOW).unwrap();
+        let first = open(&a_store)
+            .end_task(&a_id, EndTask { outcome: Outcome::Success, detail: None, force: true }, true, NOW)
+            .unwrap();
         assert_eq!(first.items.len(), 1);
     });
-    let err = b.end_task(&id, Outcome::Failure, None, true, NOW).unwrap_err();
+    let err = b
+        .end_task(&id, EndTask { outcome: Outcome::Failure, detail: None, force: true }, true, NOW)
+        .unwrap_err();
     assert!(err.message().contains("already ended"), "{err}");
-    assert_eq!(open(&store).task(&id).unwrap().outcome, Some(Outcome::Success));
+    assert_eq!(open(&store).stored_task(&id).unwrap().outcome, Some(Outcome::Success));
     assert_eq!(open(&store).stats().unwrap().active, 1, "one distillation, one memory");
 }
 

@@ -5,7 +5,7 @@
 //! commit.
 
 use hindsight_types::time::Timestamp;
-use hindsight_types::{ExportPage, ImportReport, RecallLogEntry};
+use hindsight_types::{ExportPage, ImportReport, RecallLogEntry, Status};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -32,14 +32,34 @@ pub struct ExportHeader {
     pub exported_at: Timestamp,
 }
 
-/// An import under way on this instance: what its header said.
+/// An import under way on this instance: what its header said, and what it read so far.
 #[derive(Debug, Clone)]
 pub(super) struct Importing {
     /// The file's vectors are this engine's model's: used as they are.
     use_vectors: bool,
-    /// The memories read so far: an id twice in one file is an error.
-    ids: std::collections::HashSet<String>,
+    /// The memories read so far (an id twice in one file is an error), each with the memory
+    /// that replaced it, if any: a chain of those must end.
+    ids: std::collections::HashMap<String, Option<String>>,
+    /// The tasks read so far.
+    tasks: std::collections::HashSet<String>,
 }
+
+/// One line of an export: exactly one of a memory (with its vector), a task or a recall.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    #[serde(default)]
+    memory: Option<Value>,
+    #[serde(default)]
+    vector: Option<String>,
+    #[serde(default)]
+    task: Option<Value>,
+    #[serde(default)]
+    recall: Option<Value>,
+}
+
+/// The most hits one imported recall log entry may list.
+const MAX_LOG_HITS: usize = 1000;
 
 /// A model switch under way: staged vectors cover every record up to `through` (in id order).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -190,42 +210,68 @@ impl Bank {
             if line.trim().is_empty() {
                 continue;
             }
-            let value: Value =
-                serde_json::from_str(line).map_err(|e| Error::invalid(field(i), format!("not JSON: {e}")))?;
-            if let Some(m) = value.get("memory") {
-                let record: Record = serde_json::from_value(m.clone())
-                    .map_err(|e| Error::invalid(field(i), format!("memory: {e}")))?;
-                crate::record::check_imported(&record, &self.settings).map_err(at(i, "memory."))?;
-                let first_time = self.importing.as_mut().is_some_and(|imp| imp.ids.insert(record.id.clone()));
-                if !first_time || self.state.by_id.contains_key(&record.id) {
-                    return Err(Error::invalid(field(i), format!("memory {} appears twice", record.id)));
+            let parsed: Line = serde_json::from_str(line)
+                .map_err(|e| Error::invalid(field(i), format!("not an export line: {e}")))?;
+            match parsed {
+                Line { memory: Some(m), task: None, recall: None, vector } => {
+                    let record: Record = serde_json::from_value(m)
+                        .map_err(|e| Error::invalid(field(i), format!("memory: {e}")))?;
+                    crate::record::check_imported(&record, &self.settings, now).map_err(at(i, "memory."))?;
+                    self.note_imported(&record).map_err(|e| Error::invalid(field(i), e))?;
+                    let vector = match vector {
+                        Some(b64) if use_vectors => {
+                            let bytes = base64_decode(&b64)
+                                .ok_or_else(|| Error::invalid(field(i), "vector: not base64"))?;
+                            Some(
+                                super::checked_vector(decode_vector(&bytes), self.embedder.dimension())
+                                    .map_err(at(i, ""))?,
+                            )
+                        }
+                        _ => None,
+                    };
+                    records.push((record, vector));
                 }
-                let vector = match value.get("vector").and_then(Value::as_str) {
-                    Some(b64) if use_vectors => {
-                        let bytes = base64_decode(b64)
-                            .ok_or_else(|| Error::invalid(field(i), "vector: not base64"))?;
-                        Some(
-                            super::checked_vector(decode_vector(&bytes), self.embedder.dimension())
-                                .map_err(at(i, ""))?,
-                        )
+                Line { task: Some(t), memory: None, recall: None, vector: None } => {
+                    let task: Task = serde_json::from_value(t)
+                        .map_err(|e| Error::invalid(field(i), format!("task: {e}")))?;
+                    task.check_imported(&self.settings.tasks, now).map_err(at(i, "task."))?;
+                    let first_time =
+                        self.importing.as_mut().is_some_and(|imp| imp.tasks.insert(task.id.clone()));
+                    if !first_time {
+                        return Err(Error::invalid(field(i), format!("task {} appears twice", task.id)));
                     }
-                    _ => None,
-                };
-                records.push((record, vector));
-            } else if let Some(t) = value.get("task") {
-                let task: Task = serde_json::from_value(t.clone())
-                    .map_err(|e| Error::invalid(field(i), format!("task: {e}")))?;
-                ops.push(Op::Put(
-                    self.task_key(&task.id),
-                    serde_json::to_vec(&task).expect("task serialises"),
-                ));
-                report.tasks += 1;
-            } else if let Some(r) = value.get("recall") {
-                let entry: RecallLogEntry = serde_json::from_value(r.clone())
-                    .map_err(|e| Error::invalid(field(i), format!("recall: {e}")))?;
-                log.push(entry);
-            } else {
-                return Err(Error::invalid(field(i), "expected a memory, task or recall line"));
+                    ops.push(Op::Put(
+                        self.task_key(&task.id),
+                        serde_json::to_vec(&task).expect("task serialises"),
+                    ));
+                    report.tasks += 1;
+                }
+                Line { recall: Some(r), memory: None, task: None, vector: None } => {
+                    let entry: RecallLogEntry = serde_json::from_value(r)
+                        .map_err(|e| Error::invalid(field(i), format!("recall: {e}")))?;
+                    if entry.hits.len() > MAX_LOG_HITS {
+                        return Err(Error::invalid(
+                            field(i),
+                            format!("recall: {} hits; the most is {MAX_LOG_HITS}", entry.hits.len()),
+                        ));
+                    }
+                    if entry.query.as_ref().is_some_and(|q| q.len() > self.settings.limits.max_query_bytes) {
+                        return Err(Error::invalid(
+                            field(i),
+                            "recall: the query is longer than a query may be",
+                        ));
+                    }
+                    if entry.at > now.saturating_add(hindsight_types::time::DAY_MS) {
+                        return Err(Error::invalid(field(i), "recall: its time is after now"));
+                    }
+                    log.push(entry);
+                }
+                _ => {
+                    return Err(Error::invalid(
+                        field(i),
+                        "expected one of a memory (with its vector), a task or a recall",
+                    ))
+                }
             }
         }
         report.log_entries = log.len() as u32;
@@ -253,17 +299,22 @@ impl Bank {
             report.memories += 1;
         }
         if !log.is_empty() {
+            // Numbered afresh after what this bank's log holds: a file's numbers are not trusted
+            // (one far ahead would make the log's pruning walk every number in between), and the
+            // oldest beyond `audit.max_entries` are not kept.
             let mut bounds = self.log_bounds()?;
-            if bounds.next == bounds.first {
-                bounds.first = log.iter().map(|e| e.seq).min().unwrap_or(0);
-            }
-            for entry in &log {
-                bounds.first = bounds.first.min(entry.seq);
-                bounds.next = bounds.next.max(entry.seq + 1);
+            let max = u64::from(self.settings.audit.max_entries);
+            for mut entry in log {
+                entry.seq = bounds.next;
                 ops.push(Op::Put(
                     self.log_key(entry.seq),
-                    serde_json::to_vec(entry).expect("entry serialises"),
+                    serde_json::to_vec(&entry).expect("entry serialises"),
                 ));
+                bounds.next += 1;
+            }
+            while bounds.next - bounds.first > max {
+                ops.push(Op::Delete(self.log_key(bounds.first)));
+                bounds.first += 1;
             }
             ops.push(self.log_bounds_op(&bounds));
         }
@@ -280,6 +331,53 @@ impl Bank {
         Ok(report)
     }
 
+    /// Notes an imported memory: refused when the file holds it twice, or when the memories that
+    /// replaced one another loop back to it.
+    fn note_imported(&mut self, record: &Record) -> std::result::Result<(), String> {
+        let Some(imp) = self.importing.as_mut() else { return Ok(()) };
+        if imp.ids.contains_key(&record.id) || self.state.by_id.contains_key(&record.id) {
+            return Err(format!("memory {} appears twice", record.id));
+        }
+        imp.ids.insert(record.id.clone(), record.superseded_by.clone());
+        let mut next = record.superseded_by.clone();
+        for _ in 0..=imp.ids.len() {
+            match next {
+                Some(by) if by == record.id => {
+                    return Err(format!(
+                        "memory {}: the memories that replaced it loop back to it",
+                        record.id
+                    ))
+                }
+                Some(by) => next = imp.ids.get(&by).cloned().flatten(),
+                None => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
+    /// After an import's last line: links to memories the file did not hold are dropped (a memory
+    /// whose replacement is missing is active again), so nothing points nowhere.
+    pub(super) fn finish_import(&mut self, now: Timestamp) -> Result<Vec<Op>> {
+        let Some(imp) = self.importing.take() else { return Ok(Vec::new()) };
+        let known = |id: &String| imp.ids.contains_key(id);
+        let mut ops = Vec::new();
+        for id in imp.ids.keys() {
+            let Some(mut m) = self.state.memory(id).cloned() else { continue };
+            let before = m.clone();
+            m.supersedes.retain(&known);
+            m.conflicts_with.retain(&known);
+            if m.superseded_by.as_ref().is_some_and(|by| !known(by)) {
+                m.superseded_by = None;
+                m.set_status(Status::Active, now);
+            }
+            if m != before {
+                ops.push(self.put_memory(&m));
+                self.state.update(m);
+            }
+        }
+        Ok(ops)
+    }
+
     fn begin_import(&mut self, header: &ExportHeader, reembed: bool) -> Result<()> {
         if header.hindsight_export > EXPORT_VERSION {
             return Err(Error::Unsupported(format!(
@@ -293,9 +391,11 @@ impl Bank {
             return Err(Error::invalid(
                 "bank",
                 format!(
-                    "{} holds {held} memories, {tasks} tasks and {} recall log entries: import into an empty bank",
+                    "{} holds {held} memories, {tasks} tasks and {} recall log entries: import into an empty bank \
+                     (`hindsight bank delete {} --yes` empties this one)",
                     self.id,
-                    bounds.next - bounds.first
+                    bounds.next - bounds.first,
+                    self.id
                 ),
             ));
         }
@@ -314,8 +414,11 @@ impl Bank {
                 ),
             ));
         }
-        self.importing =
-            Some(Importing { use_vectors: header.vectors && same_model, ids: Default::default() });
+        self.importing = Some(Importing {
+            use_vectors: header.vectors && same_model,
+            ids: Default::default(),
+            tasks: Default::default(),
+        });
         Ok(())
     }
 
@@ -451,10 +554,11 @@ impl Bank {
 
     /// Ends an import on this instance, if one was under way.
     pub fn reindex(&mut self, now: Timestamp) -> Result<u32> {
-        self.importing = None;
+        let repaired = self.finish_import(now)?;
         self.transact(|bank| {
             let buffered = bank.state.buffer_len() as u32;
-            let mut ops: Vec<Op> = bank.seal_buffer(1).into_iter().collect();
+            let mut ops: Vec<Op> = repaired.clone();
+            ops.extend(bank.seal_buffer(1));
             ops.push(bank.save_lexical());
             bank.commit_or_reload(ops, now)?;
             Ok(buffered)

@@ -18,7 +18,7 @@ from .client import Bank, Hindsight, Task
 from .errors import HindsightError
 from .llm import LlmConfig
 from .store import SqliteStore
-from .types import (Audit, AuditItem, Cascaded, Correction, Distilled, Explanation, HistoryEntry, ListPage, LlmUsage,
+from .types import (Audit, AuditItem, Cascaded, Correction, Distilled, Erasure, Explanation, HistoryEntry, ListPage, LlmUsage,
                     MaintainReport, MaintainStep, Memory, NewMemory, RecallHit, RecallLogEntry, RecallResult,
                     Recalled, RetainOutcome, Scope, Score, Stats, Step, TaskEnd, TaskState, ToolCall, UseRecord)
 
@@ -28,6 +28,6 @@ __all__ = [
     "Hindsight", "Bank", "Task", "HindsightError", "LlmConfig", "SqliteStore", "Timings", "defaults",
     "Memory", "NewMemory", "Scope", "Score", "Recalled", "RecallResult", "RetainOutcome", "Stats",
     "HistoryEntry", "MaintainReport", "MaintainStep", "TaskState", "Step", "ToolCall", "Distilled",
-    "TaskEnd", "LlmUsage", "ListPage", "Correction", "Cascaded", "Explanation", "UseRecord", "RecallLogEntry",
+    "TaskEnd", "Erasure", "LlmUsage", "ListPage", "Correction", "Cascaded", "Explanation", "UseRecord", "RecallLogEntry",
     "RecallHit", "Audit", "AuditItem", "__version__",
 ]

@@ -24,7 +24,7 @@ from .errors import HindsightError
 from .llm import LlmFailed, LlmUnavailable, OpenAiLlm
 from .store import SqliteStore, StoreConflict
 
-WIT_VERSION = "0.2.0"
+WIT_VERSION = "0.3.0"
 API = f"hindsight:memory/api@{WIT_VERSION}"
 EPOCH_TICK_S = 0.01
 USAGE_PREFIX = "host/llm-usage/"

@@ -19,7 +19,7 @@ from .errors import HindsightError
 from .llm import LlmConfig, OpenAiLlm
 from .store import SqliteStore
 from .types import (FAILURE_TYPES, FEEDBACK_OUTCOMES, LIST_ORDERS, MEMORY_KINDS, SCOPE_LEVELS, SOURCES, STATUSES,
-                    STEP_KINDS, TASK_OUTCOMES, Audit, Correction, Distilled, Explanation, HistoryEntry, ListPage,
+                    STEP_KINDS, TASK_OUTCOMES, Audit, Correction, Distilled, Erasure, Explanation, HistoryEntry, ListPage,
                     LlmUsage, MaintainReport, Memory, NewMemory, RecallResult, RetainOutcome, Scope, Stats, Step,
                     TaskEnd, TaskState)
 
@@ -318,20 +318,8 @@ class Hindsight:
         return self._engine("embed", _texts(texts, "texts"))
 
     def banks(self) -> List[str]:
-        """The ids of the banks in the store, in byte order."""
-        self._check_open()
-        out: List[str] = []
-        after: Optional[str] = None
-        # One scan per bank: after a bank's keys `b/<id>/…` comes `b/<id>0…` ('0' follows '/').
-        while True:
-            rows = self._rt.store.scan("b/", after, 1)
-            if not rows:
-                return out
-            bank = rows[0][0][2:].split("/", 1)[0]
-            if not bank:
-                return out
-            out.append(bank)
-            after = f"b/{bank}0"
+        """The ids of the banks in the store, in byte order (the engine lists them)."""
+        return list(self._engine("banks"))
 
     def recall(self, banks: Sequence[str], query: str, k: Optional[int] = None, **options: Any) -> RecallResult:
         """Recalls from several banks as one (private first, then shared ones): ranked together;
@@ -425,10 +413,24 @@ class Bank:
         """One memory, whatever its status."""
         return Memory._from(self._call("get", memory_id))
 
-    def forget(self, memory_id: str, hard: bool = False, now: Optional[Time] = None) -> None:
-        """Soft (default): archived, never recalled, restorable. Hard: erased from every index and
-        the store, from the task it was distilled from, and from every other record's links."""
-        self._call("forget", memory_id, bool(hard), self._time(now))
+    def forget(self, memory_id: str, hard: bool = False, now: Optional[Time] = None) -> Optional[Erasure]:
+        """Soft (default): archived, never recalled, restorable. Hard: erased as :meth:`erase`
+        does, and the receipt returned."""
+        if hard:
+            return self.erase(memory_id, now)
+        self._call("forget", memory_id, self._time(now))
+        return None
+
+    def erase(self, memory_id: str, now: Optional[Time] = None) -> Erasure:
+        """Erases a memory for good with every copy of its text: the records merged into it, its
+        text in every task that holds it, its recall-log entries and citation handles, and the
+        copies shared from it into other banks. The receipt says what was erased and what remains."""
+        return Erasure._from(self._call("erase", memory_id, self._time(now)))
+
+    def delete_bank(self) -> int:
+        """Deletes the bank whole (memories, vectors, indexes, tasks, recall log) in one commit;
+        returns the number of stored keys removed."""
+        return int(self._call("delete-bank"))
 
     def restore(self, memory_id: str, now: Optional[Time] = None) -> Memory:
         """Brings a softly forgotten (archived) memory back, with the status and confidence it had."""
@@ -458,10 +460,33 @@ class Bank:
         `dry_run`, the report of what it would do, changing nothing."""
         return MaintainReport._from(self._call("maintain", self._time(now), bool(dry_run)))
 
-    def begin_task(self, goal: str, task_type: Optional[str] = None, now: Optional[Time] = None) -> "Task":
-        """Starts a task: its working memory lives in the store until it ends, and after."""
-        state = TaskState._from(self._call("begin-task", goal, _opt_text(task_type, "task_type"), self._time(now)))
+    def begin_task(self, goal: str, task_type: Optional[str] = None, now: Optional[Time] = None,
+                   agent_id: Optional[str] = None) -> "Task":
+        """Starts a task: its working memory lives in the store until it ends, and after. The
+        memories distilled from it carry `agent_id` (who works on it)."""
+        task = {"goal": _text(goal, "goal"), "task_type": _opt_text(task_type, "task_type"),
+                "agent_id": _opt_text(agent_id, "agent_id")}
+        state = TaskState._from(self._call("begin-task", task, self._time(now)))
         return Task(self, state.id)
+
+    def distill_trajectory(self, goal: str, outcome: str, steps: Iterable[Union[Step, Mapping[str, Any]]] = (),
+                           facts: Iterable[str] = (), *, task_type: Optional[str] = None,
+                           agent_id: Optional[str] = None, detail: Optional[str] = None, force: bool = False,
+                           may_share: bool = True, now: Optional[Time] = None) -> TaskEnd:
+        """Distils a task told whole (its goal, steps, facts and outcome) in one call, as
+        :meth:`Task.end` does: kept whole or not at all (a refused step leaves no task)."""
+        at = self._time(now)
+        trajectory = {
+            "goal": _text(goal, "goal"),
+            "task_type": _opt_text(task_type, "task_type"),
+            "agent_id": _opt_text(agent_id, "agent_id"),
+            "steps": [_step(s, at) for s in steps],
+            "facts": _texts(list(facts), "facts"),
+            "outcome": _enum(outcome, TASK_OUTCOMES, "outcome"),
+            "detail": _opt_text(detail, "detail"),
+            "force": bool(force),
+        }
+        return TaskEnd._from(self._call("distill-trajectory", trajectory, bool(may_share), at))
 
     def resume_task(self, task_id: str) -> "Task":
         """A task by id, to continue it (after a restart too); `not-found` if there is none."""
@@ -503,11 +528,13 @@ class Bank:
             "cursor": _opt_text(cursor, "cursor"),
         }))
 
-    def correct(self, memory_id: str, text: str, now: Optional[Time] = None) -> Correction:
+    def correct(self, memory_id: str, text: str, now: Optional[Time] = None,
+                agent_id: Optional[str] = None) -> Correction:
         """The user's correction of a memory, in one commit: a new memory holding `text` (source
         user-feedback) supersedes it, and active memories close to its old content lose
-        confidence (`cascade`)."""
-        return Correction._from(self._call("correct", memory_id, _text(text, "text"), self._time(now)))
+        confidence (`cascade`). `agent_id`: who corrects (none keeps the old memory's agent)."""
+        return Correction._from(self._call("correct", memory_id, _text(text, "text"), _opt_text(agent_id, "agent_id"),
+                                           self._time(now)))
 
     def used(self, ids: Union[str, Iterable[str]], task_id: Optional[str] = None,
              now: Optional[Time] = None) -> List[Memory]:

@@ -354,6 +354,26 @@ class Correction(_Data):
 
 
 @dataclass
+class Erasure(_Data):
+    """What a hard forget erased, and what it could not: a receipt."""
+    #: Every record erased, as `bank/id`: the one asked for, those merged into it, shared copies.
+    memories: List[str]
+    #: Their vectors and keyword-index entries.
+    vectors: int
+    #: Recall-log entries the erased ids were taken out of.
+    recall_log_entries: int
+    #: Tasks (`bank/task`) whose texts held the memory's text, or whose citations named it.
+    tasks: List[str]
+    #: Where a trace remains that the engine cannot remove.
+    remaining: List[str]
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "Erasure":
+        return cls(list(d["memories"]), int(d["vectors"]), int(d["recall_log_entries"]), list(d["tasks"]),
+                   list(d["remaining"]))
+
+
+@dataclass
 class UseRecord(_Data):
     """One thing that happened to a memory after it was written: `event` is feedback, cited,
     recalled-not-used, used, cascade or corrected."""

@@ -1,5 +1,5 @@
 //! Development aid: the rules judge over labelled pairs, with cosines precomputed.
-//! `cargo run -p hindsight-engine --example judge_pairs -- PAIRS.jsonl VECTORS.json [-v]`
+//! `cargo run -p hindsight-dev --example judge_pairs -- PAIRS.jsonl VECTORS.json [-v]`
 use std::collections::BTreeMap;
 
 use hindsight_engine::judge::{judge, Nature, Verdict};

@@ -1,4 +1,4 @@
-//! `hindsight eval --pairs`: the write path's decisions on labelled pairs of statements.
+//! `hindsight-dev eval --pairs`: the write path's decisions on labelled pairs of statements.
 //!
 //! For each pair: a fresh bank, `old` retained, then `new` (both with the pair's kind, the
 //! default settings and the LLM if one is configured); the second retain's action is the
@@ -13,8 +13,8 @@ use hindsight::{Kind, Memory, Named, RetainAction};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::args::Global;
 use crate::error::{CliError, CliResult};
+use crate::Global;
 
 pub const LABELS: [&str; 3] = ["supersede", "duplicate", "keep_both"];
 

@@ -1,4 +1,4 @@
-//! `hindsight bench --peer chroma`: the same measurements of ChromaDB with an onnxruntime
+//! `hindsight-dev bench --peer chroma`: the same measurements of ChromaDB with an onnxruntime
 //! embedding function over hindsight's own `model.onnx`, on the same texts, queries and vectors,
 //! in the same run, printed side by side. The Python side (`peers/`) is built into the binary
 //! and set up in a venv from the package index on first use.

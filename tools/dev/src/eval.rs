@@ -1,4 +1,4 @@
-//! `hindsight eval`: turn-level retrieval recall on LoCoMo-style JSONL, through the component.
+//! `hindsight-dev eval`: turn-level retrieval recall on LoCoMo-style JSONL, through the component.
 //!
 //! Protocol: each conversation is a bank; every turn is retained verbatim (no LLM) as
 //! `<speaker>: <text>` (plus ` [image: <caption>]`), with the session date as its event time and
@@ -16,8 +16,8 @@ use hindsight::{Memory, Query, Settings, SqliteStore};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::args::{EvalArgs, Global};
 use crate::error::{CliError, CliResult};
+use crate::{EvalArgs, Global};
 
 #[derive(Debug, Deserialize)]
 pub struct Turn {
@@ -113,10 +113,8 @@ fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> CliResult<(Vec<T>, V
         if line.trim().is_empty() {
             continue;
         }
-        let row = serde_json::from_str(line).map_err(|e| CliError {
-            line: Some(i + 1),
-            ..CliError::new("invalid-input", format!("{}: {e}", path.display()))
-        })?;
+        let row = serde_json::from_str(line)
+            .map_err(|e| CliError::new("invalid-input", format!("{}: {e}", path.display())).at_line(i + 1))?;
         rows.push(row);
     }
     Ok((rows, bytes))

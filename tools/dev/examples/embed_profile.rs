@@ -2,7 +2,7 @@
 //! the minimum and median; run under `perf record` with HINDSIGHT_PERFMAP=1 to see the guest's
 //! functions.
 //!
-//! cargo run --release -p hindsight-cli --example embed_profile -- R [native] [short]
+//! cargo run --release -p hindsight-dev --example embed_profile -- R [native] [short]
 
 use std::time::Instant;
 

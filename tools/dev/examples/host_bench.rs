@@ -1,7 +1,7 @@
 //! The cross-host bench (examples/parity/scenario.json, "bench"): the Rust host's figures, to
 //! set beside `npm run bench` in packages/node and `python3 bench.py` in packages/python.
 //!
-//! cargo run --release -p hindsight --example host_bench
+//! cargo run --release -p hindsight-dev --example host_bench
 
 use std::time::Instant;
 

@@ -1,5 +1,5 @@
-//! `hindsight bench`: latency and throughput of the component, beside the same core run natively
-//! (feature `native-bench`) over the same kind of store.
+//! `hindsight-dev bench`: latency and throughput of the component, beside the same core run
+//! natively over the same kind of store.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use hindsight::{Hindsight, MaintainAction, Memory, Query, Settings};
 use serde_json::{json, Value};
 
-use crate::args::{BenchArgs, Global};
 use crate::error::{CliError, CliResult};
+use crate::{BenchArgs, Global};
 
 pub const SHORT: &str = "Retry the flaky payments API.";
 /// About 70 tokens.
@@ -527,7 +527,6 @@ fn base_corpus(
 
 pub use native::Native;
 
-#[cfg(feature = "native-bench")]
 mod native {
     //! The same engine core, natively, over the same kind of store.
 
@@ -536,7 +535,7 @@ mod native {
     use std::time::{Duration, Instant};
 
     use hindsight_engine::embed::{Embedder, TextEmbedder};
-    use hindsight_engine::{Engine, RecallQuery};
+    use hindsight_engine::{Engine, Query};
 
     use super::{percentile, CliError, CliResult, Rng};
 
@@ -614,10 +613,10 @@ mod native {
         let mut samples: Vec<Duration> = Vec::new();
         for i in 0..runs {
             let (text, vector) = &queries[i % queries.len()];
-            let q = RecallQuery {
+            let q = Query {
                 query: text.clone(),
                 k: Some(10),
-                now: 0,
+                now: Some(0),
                 vector: Some(vector.clone()),
                 ..Default::default()
             };
@@ -663,59 +662,5 @@ mod native {
             found += got.iter().filter(|(id, _)| truth.contains(id.as_str())).count();
         }
         Ok(Some(found as f64 / (probes.len() * 10) as f64))
-    }
-}
-
-#[cfg(not(feature = "native-bench"))]
-mod native {
-    //! Built without the native engine: the component alone is measured.
-
-    use std::path::Path;
-    use std::time::Duration;
-
-    use super::CliResult;
-
-    pub struct Native;
-
-    impl Native {
-        pub fn load(_: &hindsight::Models) -> CliResult<Native> {
-            Ok(Native)
-        }
-
-        pub fn embed(&self, _: &[&str]) -> CliResult<Vec<Vec<f32>>> {
-            Ok(Vec::new())
-        }
-
-        pub fn embed_or_component(
-            &self,
-            models: &hindsight::Models,
-            texts: &[&str],
-        ) -> CliResult<Vec<Vec<f32>>> {
-            let hs = hindsight::Hindsight::builder().memory().no_llm().models(models.clone()).open()?;
-            Ok(hs.embed(texts)?)
-        }
-
-        pub fn tokens(&self, _: &str) -> Option<usize> {
-            None
-        }
-
-        pub fn figure(&self, _: &mut [Duration]) -> Option<f64> {
-            None
-        }
-    }
-
-    pub struct SizeFigures {
-        pub recall_p50_ms: Option<f64>,
-        pub hnsw_recall_at_10: Option<f64>,
-    }
-
-    pub fn size_bench(
-        _: &hindsight::Settings,
-        _: &Path,
-        _: &[(String, Vec<f32>)],
-        _: &[(String, Vec<f32>)],
-        _: usize,
-    ) -> CliResult<SizeFigures> {
-        Ok(SizeFigures { recall_p50_ms: None, hnsw_recall_at_10: None })
     }
 }
