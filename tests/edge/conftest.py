@@ -54,7 +54,7 @@ def make_data_dir(path: Path, auth: dict | None, models: Path | None = None) -> 
 
 class EdgeServer:
     """The edge component served on a free port with DATA mounted at /data. `host` "wasmtime":
-    `wasmtime serve` of hindsight-edge.wasm, each instance serving up to 1000 requests (the README's
+    `wasmtime serve` of hindsight-edge.wasm, each instance serving up to 1000 requests (docs/edge.md's
     recipe) or, without `reuse`, a fresh instance per request (the host's default); "spin": the
     Spin stand-in serving hindsight-edge-spin.wasm, a fresh instance per request, its store in
     DATA.spin.db."""

@@ -18,12 +18,22 @@ def hindsight_bin() -> str:
     return path
 
 
-class HttpServer:
-    """`hindsight serve --http 127.0.0.1:0` in a child process; `url` is its MCP endpoint."""
+def stdio_server(*args: str):
+    """`hindsight ARGS…` as an MCP stdio server. The SDK passes a child only HOME, PATH and a few
+    more unless told otherwise: the server gets this environment whole (HINDSIGHT_MODELS,
+    XDG_CACHE_HOME: where the models are)."""
+    from mcp import StdioServerParameters
 
-    def __init__(self, db, bank: str, workers: int, extra=()):
+    return StdioServerParameters(command=hindsight_bin(), args=list(args), env=dict(os.environ))
+
+
+class HttpServer:
+    """`hindsight serve --http 127.0.0.1:0` (or `address`) in a child process; `url` is its MCP
+    endpoint, `port` its port."""
+
+    def __init__(self, db, bank: str, workers: int, extra=(), address: str = "127.0.0.1:0"):
         self.process = subprocess.Popen(
-            [hindsight_bin(), "serve", "--http", "127.0.0.1:0", "--db", str(db), "--bank", bank,
+            [hindsight_bin(), "serve", "--http", address, "--db", str(db), "--bank", bank,
              "--workers", str(workers), *extra],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -36,6 +46,7 @@ class HttpServer:
             self.process.kill()
             raise RuntimeError(f"the server did not say where it listens: {line!r} {self.process.stderr.read()}")
         self.url = match.group(1)
+        self.port = int(re.search(r":(\d+)/mcp", self.url).group(1))
         # Keep draining stderr so the server never blocks on a full pipe.
         threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from conftest import hindsight_bin
+from conftest import hindsight_bin, stdio_server
 
 SECRET = "PLATYPUS-9981"
 INIT = {
@@ -97,9 +97,7 @@ def test_finding_04_task_delete_erases_the_task_record(tmp_path):
     params_db = str(db)
 
     async def main() -> str:
-        from mcp import StdioServerParameters
-
-        params = StdioServerParameters(command=hindsight_bin(), args=["mcp", "--db", params_db, "--bank", "agent"])
+        params = stdio_server("mcp", "--db", params_db, "--bank", "agent")
         async with Client(params) as client:
             summary = await call(
                 client,
@@ -193,9 +191,7 @@ def test_finding_20_task_caps_and_no_echo(tmp_path):
     big = "x" * 30_000
 
     async def main():
-        from mcp import StdioServerParameters
-
-        params = StdioServerParameters(command=hindsight_bin(), args=["mcp", "--db", str(tmp_path / "big.db")])
+        params = stdio_server("mcp", "--db", str(tmp_path / "big.db"))
         async with Client(params) as client:
             too_many = await client.call_tool(
                 "memory_summarize",

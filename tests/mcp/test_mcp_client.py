@@ -4,9 +4,9 @@ import json
 
 import anyio
 import jsonschema
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
-from conftest import hindsight_bin
+from conftest import stdio_server
 
 TOOLS = {
     "memory_write", "memory_search", "memory_summarize", "memory_forget", "memory_feedback", "memory_history",
@@ -90,7 +90,9 @@ async def scenario(client: Client) -> None:
     assert feedback["memories"][0]["id"] == ids[1]
 
     forgotten = await call(client, "memory_forget", {"id": ids[0], "hard": True})
-    assert forgotten == {"id": ids[0], "forgotten": "hard"}
+    assert {k: forgotten[k] for k in ("id", "forgotten")} == {"id": ids[0], "forgotten": "hard"}
+    # The receipt: what was erased, and nothing left behind.
+    assert forgotten["erased"]["memories"] == [f"agent/{ids[0]}"] and forgotten["erased"]["remaining"] == []
     after = await call(client, "memory_search", {"query": "the CSV file's headers are garbled", "k": 3})
     assert ids[0] not in [item["id"] for item in after["items"]]
     assert "utf-8-sig" not in after["prompt"]
@@ -172,9 +174,7 @@ async def scenario(client: Client) -> None:
 
 
 def test_over_stdio(tmp_path):
-    params = StdioServerParameters(
-        command=hindsight_bin(), args=["mcp", "--db", str(tmp_path / "stdio.db"), "--bank", "agent"]
-    )
+    params = stdio_server("mcp", "--db", str(tmp_path / "stdio.db"), "--bank", "agent")
 
     async def main():
         async with Client(params) as client:

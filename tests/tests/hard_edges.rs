@@ -586,3 +586,92 @@ fn finding_34_command_line_flags_are_defaults_for_every_line_of_a_file() {
     let found = stdout_json(&hindsight(&db, &["recall", "--query", "ETL backup", "--json"]));
     assert!(found["items"].as_array().unwrap().iter().all(|i| i["tags"] == serde_json::json!(["etl"])));
 }
+
+#[test]
+fn finding_0_2_08_the_database_file_alone_holds_every_commit_after_a_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    retain_json(&db, "only in the wal? port 9911", &["--force"]);
+    // A plain copy of the .db (no -wal beside it) is a whole database.
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&db, &copy).unwrap();
+    let stats = stdout_json(&hindsight(&copy, &["stats", "--json"]));
+    assert_eq!(stats["active"], 1, "{stats}");
+    assert_eq!(stats["exists"], true);
+    // A file that holds no such bank says so rather than reporting an empty one silently.
+    let out = hindsight(&copy, &["--bank", "nosuchbank", "stats", "--json"]);
+    assert_eq!(stdout_json(&out)["exists"], false);
+    assert!(stderr(&out).contains("nosuchbank"), "{}", stderr(&out));
+}
+
+#[test]
+fn finding_0_2_12_a_task_cites_memories_of_other_banks_and_they_get_its_feedback() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cite.db");
+    let shared = stdout_json(&hindsight(
+        &db,
+        &[
+            "--bank",
+            "shared",
+            "retain",
+            "--text",
+            "The X-200 firmware update fails unless the battery is above 50%",
+            "--force",
+            "--json",
+        ],
+    ))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = stdout_json(&hindsight(&db, &["--bank", "shared", "get", &shared, "--json"]))["confidence"]
+        .as_f64()
+        .unwrap();
+    let sup = ["--bank", "agent:support"];
+    // The support bank's own memory, recalled beside the shared one.
+    hindsight(
+        &db,
+        &[&sup[..], &["retain", "--text", "Reboot the X-200 before any firmware update", "--force"]].concat(),
+    );
+    let task = stdout_json(&hindsight(
+        &db,
+        &[&sup[..], &["task", "begin", "--goal", "update the X-200 firmware", "--json"]].concat(),
+    ))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let recalled = stdout_json(&hindsight(
+        &db,
+        &[
+            &sup[..],
+            &[
+                "recall",
+                "--banks",
+                "agent:support,shared",
+                "--query",
+                "X-200 firmware update fails",
+                "--k",
+                "2",
+                "--task",
+                &task,
+                "--json",
+            ],
+        ]
+        .concat(),
+    ));
+    let item = recalled["items"].as_array().unwrap().iter().find(|i| i["id"] == shared.as_str()).cloned();
+    let handle = item.expect("the shared memory is recalled")["handle"].as_str().unwrap().to_string();
+    let answer = format!("Charged the battery above 50% as [{handle}] says, then it worked");
+    let out =
+        hindsight(&db, &[&sup[..], &["task", "step", &task, "--type", "answer", "--text", &answer]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ended = stdout_json(&hindsight(
+        &db,
+        &[&sup[..], &["task", "end", &task, "--outcome", "success", "--force", "--json"]].concat(),
+    ));
+    let cited: Vec<&str> = ended["cited"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert_eq!(cited, [format!("shared/{shared}")], "{ended}");
+    let after = stdout_json(&hindsight(&db, &["--bank", "shared", "get", &shared, "--json"]))["confidence"]
+        .as_f64()
+        .unwrap();
+    assert!(after > before, "the cited shared memory's confidence {before} -> {after}");
+}

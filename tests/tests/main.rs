@@ -14,4 +14,5 @@ mod lifecycle;
 mod panel_cli;
 mod parity;
 mod postgres;
+mod settings_doc;
 mod write_judgement;

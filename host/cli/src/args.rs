@@ -89,7 +89,7 @@ pub struct Global {
     /// $XDG_CACHE_HOME/hindsight/models, else ~/.cache/hindsight/models].
     #[arg(long, global = true, value_name = "DIR")]
     pub models: Option<PathBuf>,
-    /// Engine settings: a JSON file of nested sections, e.g. {"recall": {"default_k": 3}} (see the README).
+    /// Engine settings: a JSON file of nested sections, e.g. {"recall": {"default_k": 3}} (docs/settings.md).
     #[arg(long, global = true, value_name = "FILE")]
     pub settings: Option<PathBuf>,
     /// Cap on the component's memory, in MiB (the default model needs about 160).
@@ -99,7 +99,7 @@ pub struct Global {
     #[arg(long, global = true, default_value_t = 120_000, value_name = "MS")]
     pub deadline_ms: u64,
     /// An OpenAI-compatible chat-completions endpoint (API base, e.g. http://127.0.0.1:8080/v1); the
-    /// other HINDSIGHT_LLM_* variables still apply (see the README).
+    /// other HINDSIGHT_LLM_* variables still apply (docs/llm.md).
     #[arg(long, global = true, env = "HINDSIGHT_LLM_URL", value_name = "URL")]
     pub llm_url: Option<String>,
     /// The model to ask.
@@ -269,6 +269,15 @@ pub enum Command {
         /// `Authorization: Bearer TOKEN`. Re-read on SIGHUP. Required to listen beyond loopback.
         #[arg(long, value_name = "FILE")]
         auth: Option<PathBuf>,
+        /// A name clients reach the server by beyond this machine (`memory.example.com`, or with a
+        /// port, `memory.example.com:8443`), accepted in `Host` and as a browser `Origin`; repeat
+        /// for each. Loopback names and the address listened on are always accepted.
+        #[arg(long = "public-host", value_name = "NAME")]
+        public_hosts: Vec<String>,
+        /// Seconds a client has to send a request's headers, and again its body, before the
+        /// connection is closed, 1 to 3600.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+        read_timeout: u64,
         #[command(flatten)]
         pool: PoolArgs,
     },

@@ -171,11 +171,12 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
             let hs = with_db(builder(&g, pool.workers)?, &g).open()?;
             mcp::serve_stdio(hs, g.bank.clone())?;
         }
-        Command::Serve { http, auth, pool } => {
+        Command::Serve { http, auth, public_hosts, read_timeout, pool } => {
             let addr = mcp::parse_addr(&http)?;
             let auth = mcp::Auth::new(auth, addr)?;
+            let listen = mcp::Listen::new(addr, &public_hosts, read_timeout)?;
             let hs = with_db(builder(&g, pool.workers)?, &g).open()?;
-            mcp::serve_http(hs, g.bank.clone(), addr, auth)?;
+            mcp::serve_http(hs, g.bank.clone(), listen, auth)?;
         }
         Command::Recall(args) => recall(&g, args)?,
         Command::Get { id } => {

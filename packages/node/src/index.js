@@ -157,7 +157,7 @@ export class Hindsight {
    * @param {string} [options.models] directory with model.onnx and tokenizer.json
    * @param {object|null} [options.llm] `{url, model, apiKey, models, timeoutMs, retries, jsonMode}`;
    *   null: none; default: from HINDSIGHT_LLM_*
-   * @param {object|string} [options.settings] engine settings (nested sections, as the README's table)
+   * @param {object|string} [options.settings] engine settings (nested sections, as docs/settings.md lists them)
    */
   static async open({ db, models = modelsDir(), llm, settings = '' } = {}) {
     if (typeof db !== 'string' || !db) throw new HindsightError('invalid-input', 'db: the SQLite file to open', { field: 'db' });

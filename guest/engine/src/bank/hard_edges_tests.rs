@@ -247,3 +247,29 @@ fn a_trajectory_with_a_refused_step_leaves_no_task() {
     assert!(err.message().starts_with("steps[1].text"), "{err}");
     assert!(bank.tasks(true).unwrap().is_empty());
 }
+
+#[test]
+fn finding_0_2_12_a_task_cites_another_banks_memory_even_before_its_own_bank_holds_one() {
+    let store = Arc::new(MemoryStore::new());
+    let mut support = sibling(&store, "agent:support");
+    let mut shared = sibling(&store, "shared");
+    let tip = retain_one(
+        &mut shared,
+        semantic("The X-200 firmware update fails unless the battery is above 50%"),
+        NOW,
+    )
+    .id
+    .unwrap();
+    let task = support.begin_task(&NewTask::new("update the X-200 firmware"), NOW).unwrap().id;
+    let q = Query { task_id: Some(task.clone()), ..query("X-200 firmware update fails") };
+    let r = recall_across(&mut [&mut support, &mut shared], q).unwrap();
+    let handle = r.items.iter().find(|i| i.memory.id == tip).unwrap().handle.clone().unwrap();
+    let answer = format!("Charged the battery above 50% as [{handle}] says, then it worked");
+    support
+        .update_task(&task, TaskUpdate::Step(Step::new(StepKind::Answer, answer).at(NOW)), None, NOW)
+        .unwrap();
+    let end = support
+        .end_task(&task, EndTask { outcome: Outcome::Success, detail: None, force: false }, true, NOW + 1)
+        .unwrap();
+    assert_eq!(end.cited, vec![format!("shared/{tip}")]);
+}

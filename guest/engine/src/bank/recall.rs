@@ -111,8 +111,8 @@ impl Bank {
         now: i64,
     ) -> Result<Vec<Option<Record>>> {
         // A bank that holds nothing stays unwritten: recalling from a mistyped bank name must not
-        // create it.
-        if !self.state.has_meta {
+        // create it. One holding the task (its first, before any memory) keeps the task's handles.
+        if !self.state.has_meta && task.is_none() {
             return Ok(vec![None; ids.len()]);
         }
         self.transact(|bank| {

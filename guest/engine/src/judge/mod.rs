@@ -16,8 +16,8 @@
 //! replaced only when the new one says the old was wrong, or plainly restates it with a change;
 //! a conversation's turn (a sequence item) only when corrected. Two different days are two
 //! events, and two turns that sound alike are two turns. An episode
-//! different days are two events, not an update. Measured with `hindsight eval --pairs` on
-//! tests/data/write-pairs (README).
+//! different days are two events, not an update. Measured with `hindsight-dev eval --pairs` on
+//! tests/data/write-pairs (docs/cli.md).
 
 mod align;
 mod lexicon;
@@ -89,6 +89,12 @@ fn marker(text: &str, latin: &[&'static str], cjk: &[&'static str]) -> Option<&'
         .find(|p| line.contains(&format!(" {} ", p.replace('-', " "))))
         .or_else(|| cjk.iter().find(|p| text.contains(**p)))
         .copied()
+}
+
+/// Whether a word (as the tokens spell it, lower-case and stemmed or not) only says that
+/// something changed.
+fn changed_without_value(word: &str) -> bool {
+    lexicon::CHANGED_WITHOUT_VALUE.iter().any(|w| *w == word || text::stem(w) == word)
 }
 
 fn negated(text: &str) -> bool {
@@ -253,6 +259,16 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
         return judged(Compatible, format!("adds to it (\"{}\")", additive.unwrap_or_default()));
     }
     if let Some(word) = change {
+        // "… is now changed": what the old statement says that the new one does not is left
+        // without a successor, so both are kept.
+        let says_nothing_new = b
+            .iter()
+            .filter(|t| !set_a.contains(t.text.as_str()))
+            .all(|t| t.kind != Kind::Value && changed_without_value(&t.text));
+        let old_says_more = a.iter().any(|t| !set_b.contains(t.text.as_str()));
+        if !cjk && correction.is_none() && says_nothing_new && old_says_more {
+            return judged(Compatible, format!("says it changed (\"{word}\") but not to what"));
+        }
         // An episode is replaced when it is corrected, or when the new one is plainly about the
         // same thing (a conversation's next turn that says "now" is not).
         let related = match (nature, correction) {
@@ -376,6 +392,27 @@ mod tests {
 
     fn verdict(old: &str, new: &str, cosine: f32) -> Verdict {
         judge(old, new, cosine, Nature::Statement).verdict
+    }
+
+    #[test]
+    fn finding_0_2_14_a_change_without_a_value_replaces_nothing() {
+        use Verdict::*;
+        for (old, new) in [
+            ("Customer ACME's VPN secret is PURPLE-OCTOPUS-77", "Customer ACME's VPN secret is now changed"),
+            ("The staging API key is sk-test-4242", "The staging API key has been updated"),
+            ("The office Wi-Fi password is tiger42.", "The office Wi-Fi password is different now."),
+        ] {
+            assert_eq!(verdict(old, new, 0.85), Compatible, "{new}");
+        }
+        // With the value it changed to, it is an update still.
+        assert_eq!(
+            verdict(
+                "Customer ACME's VPN secret is PURPLE-OCTOPUS-77",
+                "Customer ACME's VPN secret is now GREEN-EEL-12",
+                0.85
+            ),
+            Update
+        );
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl Auth {
                 "http",
                 format!(
                     "refusing to listen on {addr} without --auth: anyone who can reach it could read and change \
-                     every bank. Give --auth FILE (principals with tokens and bank rights; see the README) or \
+                     every bank. Give --auth FILE (principals with tokens and bank rights; see docs/teams.md) or \
                      listen on 127.0.0.1"
                 ),
             )),

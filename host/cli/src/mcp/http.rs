@@ -1,8 +1,11 @@
 //! What the HTTP transport adds to rmcp's: a JSON-RPC error for a body that is not JSON (rmcp
-//! answers 415) or a `tools/call` with bad `arguments`, and a cap on live sessions (rmcp closes a
-//! session after [`IDLE`] without a request, but opens as many as it is asked for).
+//! answers 415) or a `tools/call` with bad `arguments`, a deadline on reading the body, and caps
+//! on live sessions, for all and per principal, with each session bound to the principal that
+//! opened it (rmcp closes a session after [`IDLE`] without a request, but opens as many as it is
+//! asked for, to anyone who names its id).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -19,50 +22,153 @@ use rmcp::transport::streamable_http_server::session::local::{
 use rmcp::transport::streamable_http_server::session::{RestoreOutcome, SessionManager};
 use rmcp::transport::WorkerTransport;
 
-use super::frame;
+use super::{auth, frame};
 
 /// Live sessions at most: each holds a server task and its buffers.
 pub const MAX_SESSIONS: usize = 64;
+/// Live sessions one principal may hold, so that no principal takes them all.
+pub const MAX_SESSIONS_PER_PRINCIPAL: usize = 16;
 /// A session with no request for this long is closed.
 pub const IDLE: Duration = Duration::from_secs(300);
 /// The largest request body read (rmcp's own limit).
 const MAX_BODY: usize = 4 * 1024 * 1024;
+const SESSION_HEADER: &str = "mcp-session-id";
 
-/// Checks a POST body with [`frame::reject`] and answers the JSON-RPC error itself, and refuses
-/// a new session while all are taken (503, which rmcp would answer 500); anything else goes on
-/// to rmcp unchanged.
-pub async fn reject_malformed(
-    State(sessions): State<Arc<CappedSessions>>,
-    request: Request,
-    next: Next,
-) -> Response {
+/// What the `/mcp` guard needs: the sessions, who owns each, and how long a body may take.
+pub struct Gate {
+    sessions: Arc<CappedSessions>,
+    owners: Mutex<Owners>,
+    read_timeout: Duration,
+}
+
+/// Which principal opened each session, and how many sessions each is opening right now (so that
+/// concurrent opens cannot pass the quota together).
+#[derive(Default)]
+struct Owners {
+    by_session: HashMap<SessionId, String>,
+    opening: HashMap<String, usize>,
+}
+
+impl Gate {
+    pub fn new(sessions: Arc<CappedSessions>, read_timeout: Duration) -> Gate {
+        Gate { sessions, owners: Mutex::default(), read_timeout }
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, Owners> {
+        self.owners.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reserves an opening for `principal`, or says why it may not open another session. The
+    /// reservation ends when it is dropped (a client gone mid-request frees it too).
+    async fn reserve(&self, principal: &str) -> Result<Reservation<'_>, SessionError> {
+        let live = self.sessions.inner.sessions.read().await;
+        let mut owners = self.owners();
+        owners.by_session.retain(|id, _| live.contains_key(id));
+        let held = owners.by_session.values().filter(|o| *o == principal).count()
+            + owners.opening.get(principal).copied().unwrap_or(0);
+        if held >= MAX_SESSIONS_PER_PRINCIPAL {
+            return Err(SessionError::PrincipalFull(principal.to_string(), MAX_SESSIONS_PER_PRINCIPAL));
+        }
+        *owners.opening.entry(principal.to_string()).or_default() += 1;
+        Ok(Reservation { gate: self, principal: principal.to_string(), opened: None })
+    }
+
+    /// Whether `principal` may use session `id`: a session opened by another principal is, to it,
+    /// a session that does not exist.
+    fn may_use(&self, id: &str, principal: &str) -> bool {
+        self.owners().by_session.get(id).is_none_or(|owner| owner == principal)
+    }
+}
+
+/// Guards `/mcp`: a request naming another principal's session gets the 404 an unknown session
+/// gets; a POST body is read within the read timeout and checked with [`frame::reject`] (the
+/// JSON-RPC error answered here); a new session is refused (503, which rmcp would answer 500)
+/// while all sessions, or all the principal's, are taken. Anything else goes on to rmcp unchanged.
+pub async fn guard(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    // Without an auth file there are no principals: only the global cap applies.
+    let principal = auth::caller_of(&request).map(|p| p.name().to_string());
+    let session = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
+    if let (Some(id), Some(principal)) = (&session, &principal) {
+        if !gate.may_use(id, principal) {
+            return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+        }
+    }
     if request.method() != Method::POST {
         return next.run(request).await;
     }
-    let opens_session = !request.headers().contains_key("mcp-session-id");
     let (parts, body) = request.into_parts();
-    let bytes: Bytes = match axum::body::to_bytes(body, MAX_BODY).await {
-        Ok(b) => b,
-        Err(e) => {
-            let reply =
-                frame::error(serde_json::Value::Null, frame::PARSE_ERROR, format!("request body: {e}"));
-            return json_reply(StatusCode::PAYLOAD_TOO_LARGE, reply);
-        }
-    };
+    let bytes: Bytes =
+        match tokio::time::timeout(gate.read_timeout, axum::body::to_bytes(body, MAX_BODY)).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(e)) => {
+                let reply =
+                    frame::error(serde_json::Value::Null, frame::PARSE_ERROR, format!("request body: {e}"));
+                return json_reply(StatusCode::PAYLOAD_TOO_LARGE, reply);
+            }
+            Err(_) => {
+                let message = format!("request body: not received within {} s", gate.read_timeout.as_secs());
+                return json_reply(
+                    StatusCode::REQUEST_TIMEOUT,
+                    frame::error(serde_json::Value::Null, frame::PARSE_ERROR, message),
+                );
+            }
+        };
     if let Some(reply) = frame::reject(&bytes) {
         return json_reply(StatusCode::BAD_REQUEST, reply);
     }
-    if opens_session && sessions.full().await {
-        let id = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .ok()
-            .and_then(|v| v.get("id").cloned())
-            .unwrap_or(serde_json::Value::Null);
-        let message = SessionError::Full(sessions.cap).to_string();
-        let mut response = json_reply(StatusCode::SERVICE_UNAVAILABLE, frame::error(id, -32000, message));
-        response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("60"));
-        return response;
+    let request = Request::from_parts(parts, Body::from(bytes.clone()));
+    if session.is_some() {
+        return next.run(request).await;
     }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    let reservation = if gate.sessions.full().await {
+        Err(SessionError::Full(gate.sessions.cap))
+    } else {
+        match &principal {
+            Some(principal) => gate.reserve(principal).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let mut reservation = match reservation {
+        Ok(r) => r,
+        Err(refused) => {
+            let id = serde_json::from_slice::<serde_json::Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("id").cloned())
+                .unwrap_or(serde_json::Value::Null);
+            let mut response =
+                json_reply(StatusCode::SERVICE_UNAVAILABLE, frame::error(id, -32000, refused.to_string()));
+            response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("60"));
+            return response;
+        }
+    };
+    let response = next.run(request).await;
+    if let Some(reservation) = reservation.as_mut() {
+        reservation.opened =
+            response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(SessionId::from);
+    }
+    response
+}
+
+/// A session being opened for a principal; dropped, it records the session it became, if any.
+struct Reservation<'a> {
+    gate: &'a Gate,
+    principal: String,
+    opened: Option<SessionId>,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut owners = self.gate.owners();
+        if let Some(n) = owners.opening.get_mut(&self.principal) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                owners.opening.remove(&self.principal);
+            }
+        }
+        if let Some(id) = self.opened.take() {
+            owners.by_session.insert(id, std::mem::take(&mut self.principal));
+        }
+    }
 }
 
 fn json_reply(status: StatusCode, body: serde_json::Value) -> Response {
@@ -90,6 +196,7 @@ impl CappedSessions {
 #[derive(Debug)]
 pub enum SessionError {
     Full(usize),
+    PrincipalFull(String, usize),
     Inner(LocalSessionManagerError),
 }
 
@@ -99,6 +206,10 @@ impl std::fmt::Display for SessionError {
             SessionError::Full(cap) => write!(
                 f,
                 "too many open sessions (the limit is {cap}); close one (HTTP DELETE) or wait for an idle one to expire"
+            ),
+            SessionError::PrincipalFull(principal, cap) => write!(
+                f,
+                "principal {principal:?} has {cap} open sessions, its limit; close one (HTTP DELETE) or wait for an idle one to expire"
             ),
             SessionError::Inner(e) => e.fmt(f),
         }

@@ -26,10 +26,12 @@ use crate::error::{CliError, CliResult};
 mod auth;
 mod frame;
 mod http;
+mod listen;
 mod panel;
 mod stdio;
 
 pub use auth::Auth;
+pub use listen::Listen;
 
 /// The library as the tools' backend: a handle acting as the request's principal (when the
 /// server has one for it), so the library checks each call's right again.
@@ -254,22 +256,24 @@ pub fn serve_stdio(hs: Hindsight, default_bank: String) -> CliResult<()> {
 
 /// Serves MCP over streamable HTTP at `/mcp` (and `GET /health`) until Ctrl-C or SIGTERM; then
 /// checkpoints the store.
-pub fn serve_http(hs: Hindsight, default_bank: String, addr: SocketAddr, auth: Auth) -> CliResult<()> {
+pub fn serve_http(hs: Hindsight, default_bank: String, listen: Listen, auth: Auth) -> CliResult<()> {
     let server = MemoryServer::new(hs.clone(), default_bank.clone(), auth.required());
     let panel_state = panel::PanelState { hs: hs.clone(), default_bank, auth_required: auth.required() };
     let served = runtime()?.block_on(async move {
         let mut config = StreamableHttpServerConfig::default();
-        // Browsers send `Origin`: only pages served from this machine may talk to the server.
-        config.allowed_origins =
-            ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"].map(String::from).to_vec();
+        // Against DNS rebinding, `Host` must name this machine, the address listened on or a
+        // `--public-host`; a browser's `Origin`, a page served from one of them.
+        config.allowed_hosts = listen.hosts.clone();
+        config.allowed_origins = listen.origins.clone();
         let config = config.enforce_origin_validation();
         let stop = config.cancellation_token.clone();
         let sessions = std::sync::Arc::new(http::CappedSessions::new(http::MAX_SESSIONS));
+        let gate = std::sync::Arc::new(http::Gate::new(sessions.clone(), listen.read_timeout));
         let service: StreamableHttpService<MemoryServer, http::CappedSessions> =
-            StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+            StreamableHttpService::new(move || Ok(server.clone()), sessions, config);
         let router = axum::Router::new()
             .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn_with_state(sessions, http::reject_malformed))
+            .layer(axum::middleware::from_fn_with_state(gate, http::guard))
             .route("/export", axum::routing::get(panel::export).with_state(panel_state))
             // Outermost: a request without a valid token goes no further.
             .layer(axum::middleware::from_fn_with_state(auth.clone(), auth::require_token))
@@ -277,18 +281,18 @@ pub fn serve_http(hs: Hindsight, default_bank: String, addr: SocketAddr, auth: A
             // The panel's page holds no data: it asks for a token, then calls /mcp with it.
             .route("/", axum::routing::get(panel::page));
         auth.reload_on_hangup();
+        let addr = listen.addr;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| CliError::new("config", format!("listening on {addr}: {e}")))?;
         let bound = listener.local_addr().map_err(|e| CliError::new("config", e.to_string()))?;
         eprintln!("hindsight: MCP over streamable HTTP at http://{bound}/mcp{}", auth.describe());
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                shutdown_signal().await;
-                stop.cancel();
-            })
-            .await
-            .map_err(|e| CliError::new("config", format!("serving HTTP: {e}")))
+        listen::serve(listener, router, listen.read_timeout, async move {
+            shutdown_signal().await;
+            stop.cancel();
+        })
+        .await;
+        Ok(())
     });
     hs.close()?;
     served
