@@ -45,7 +45,7 @@ SECRET = "The X-200 firmware update fails unless the battery is above 50% (code 
 async def tools_of(url: str) -> list[tuple]:
     async with client(url, WRITER) as c:
         listed = await c.list_tools()
-        return sorted((t.name, t.description, json.dumps(t.inputSchema, sort_keys=True)) for t in listed.tools)
+        return sorted((t.name, t.description, json.dumps(t.input_schema, sort_keys=True)) for t in listed.tools)
 
 
 async def rights(url: str):
