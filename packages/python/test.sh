@@ -19,7 +19,8 @@ wheel=$(ls "$work"/dist/hindsight_memory-*.whl)
 
 python3 -m venv "$work/venv"
 py="$work/venv/bin/python"
-"$py" -m pip install -q --disable-pip-version-check "$wheel" pytest
+# The framework extras from the packed wheel, as a user installs them (their tests need them).
+"$py" -m pip install -q --disable-pip-version-check "$wheel[langgraph,openai-agents]" pytest
 
 cp "$pkg/tests/issue_program.py" "$work/program.py"
 (cd "$work" && "$py" program.py "$work/memory.db")

@@ -78,3 +78,14 @@ def completion(content: str, prompt_tokens: int = 50, completion_tokens: int = 1
 def operation(body: Dict[str, Any]) -> Optional[str]:
     """The engine's operation, from the JSON schema's name (json_mode json_schema)."""
     return ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+
+
+def tool_call(name: str, arguments: Dict[str, Any], call_id: str = "call_1") -> Dict[str, Any]:
+    """A chat completion that calls one tool (what an agent framework's model turn looks like)."""
+    message = {"role": "assistant", "content": None,
+               "tool_calls": [{"id": call_id, "type": "function",
+                               "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return {"status": 200, "body": {"id": f"chat-{call_id}", "object": "chat.completion", "created": 0,
+                                    "model": "scripted",
+                                    "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                                    "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}}}
