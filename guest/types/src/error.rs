@@ -4,17 +4,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::names::ErrorKind;
-
-/// An error that says what kind it is: the engine's and every host's, so a server (the MCP
-/// tools, the CLI's `--json`) reports them alike.
-pub trait Failure: fmt::Display {
-    /// Its kind.
-    fn kind(&self) -> ErrorKind;
-    /// The message without its kind; for an invalid input, `field: problem`.
-    fn message(&self) -> String;
-}
-
 /// One invalid field of an input: which item of a batch (when it came in one), which field, and
 /// what is wrong with it. Callers read `item` and `field` instead of parsing the message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

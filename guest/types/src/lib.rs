@@ -28,13 +28,14 @@ pub use audit::{
     Audit, AuditItem, Cascaded, Correction, Explanation, ExportPage, ImportReport, ListPage, ListQuery,
     RecallHit, RecallLogEntry, UseRecord,
 };
-pub use error::{Failure, FieldError};
+pub use error::FieldError;
 pub use ids::validate_bank_id;
 pub use item::{split_list, Memory, Scope};
 pub use llm::{Llm, LlmError, LlmRequest, LlmResponse, NoLlm};
 pub use names::{
-    DistillMethod, ErrorKind, FailureType, FeedbackOutcome, HistoryEvent, Kind, ListOrder, LlmOperation,
-    MaintainAction, Named, Outcome, RetainAction, ScopeLevel, Source, Status, StepKind, UseEvent,
+    DistillMethod, ErrorKind, Failure, FailureType, FeedbackOutcome, HistoryEvent, Kind, ListOrder,
+    LlmOperation, MaintainAction, Named, Outcome, RetainAction, ScopeLevel, Source, Status, StepKind,
+    UseEvent,
 };
 pub use random::random_u64;
 pub use records::{

@@ -259,6 +259,15 @@ impl ErrorKind {
     }
 }
 
+/// An error that says what kind it is: the engine's and every host's, so a server (the MCP
+/// tools, the CLI's `--json`) reports them alike.
+pub trait Failure: std::fmt::Display {
+    /// Its kind.
+    fn kind(&self) -> ErrorKind;
+    /// The message without its kind; for an invalid input, `field: problem`.
+    fn message(&self) -> String;
+}
+
 named!(
     /// What an LLM call is for; hosts may route each to its own model.
     LlmOperation {

@@ -24,8 +24,18 @@ pub struct Bank {
     now: Option<Timestamp>,
 }
 
+// Here rather than in hindsight.rs: the engine handle knows nothing of the bank handle.
+impl Hindsight {
+    /// A handle on bank `id` (created on first write). Ids are 1 to 128 characters of
+    /// `A-Z a-z 0-9 - _ . :`.
+    pub fn bank(&self, id: &str) -> Result<Bank> {
+        hindsight_types::validate_bank_id(id)?;
+        Ok(Bank::new(self.clone(), id.to_string()))
+    }
+}
+
 impl Bank {
-    pub(crate) fn new(hs: Hindsight, id: String) -> Bank {
+    fn new(hs: Hindsight, id: String) -> Bank {
         Bank { hs, id, now: None }
     }
 

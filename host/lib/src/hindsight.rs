@@ -8,7 +8,6 @@ use std::time::Duration;
 use hindsight_types::settings::Settings;
 use hindsight_types::{Llm, MemoryStore, Query, RecallResult, Store};
 
-use crate::bank::Bank;
 use crate::error::{Error, Result};
 use crate::models::Models;
 use crate::pool::Pool;
@@ -88,13 +87,6 @@ impl Hindsight {
     /// The principal this handle acts as, if any.
     pub fn principal(&self) -> Option<&Principal> {
         self.principal.as_deref()
-    }
-
-    /// A handle on bank `id` (created on first write). Ids are 1 to 128 characters of
-    /// `A-Z a-z 0-9 - _ . :`.
-    pub fn bank(&self, id: &str) -> Result<Bank> {
-        hindsight_types::validate_bank_id(id)?;
-        Ok(Bank::new(self.clone(), id.to_string()))
     }
 
     /// Recalls from several banks as one (a private bank, then shared ones): their memories in
