@@ -181,11 +181,17 @@ impl FileStore {
             }
             // Held: by a live writer (wait), or by one that died (break its lapsed lease).
             if let Ok(held) = fs::read_to_string(&path) {
-                let lapsed = held
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|t| t.parse::<u64>().ok())
-                    .is_none_or(|at| at < unix_ms(SystemTime::now()));
+                let now = SystemTime::now();
+                let lapsed = match held.split_whitespace().nth(1).and_then(|t| t.parse::<u64>().ok()) {
+                    Some(at) => at < unix_ms(now),
+                    // No lease written yet: its writer is between creating the file and writing
+                    // to it (a window that is wide in a wasm instance), or died there. Only the
+                    // file's age tells which; breaking it at once let two writers append at the
+                    // same offset, and one acknowledged commit was lost.
+                    None => fs::metadata(&path)
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|created| created + LEASE < now),
+                };
                 // Read again just before removing: only the lapsed lease is broken, not a new
                 // writer's that replaced it meanwhile.
                 if lapsed && fs::read_to_string(&path).is_ok_and(|again| again == held) {
@@ -613,6 +619,31 @@ mod tests {
         let started = std::time::Instant::now();
         a.commit(vec![put("k", "w")]).unwrap();
         assert!(started.elapsed() >= Duration::from_millis(250), "waited for the lease to lapse");
+    }
+
+    #[test]
+    fn a_lock_without_a_lease_yet_is_waited_for_unless_it_is_old() {
+        let dir = tempdir();
+        let a = FileStore::open(&dir).unwrap();
+        // Another writer created the lock and has not written its lease yet.
+        fs::write(dir.join("lock"), "").unwrap();
+        let b = std::thread::spawn({
+            let dir = dir.clone();
+            move || FileStore::open(&dir).unwrap().commit(vec![put("k", "b")])
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!b.is_finished(), "the committer waited for the lock's writer");
+        assert!(dir.join("lock").exists(), "the fresh lock was not broken");
+        fs::remove_file(dir.join("lock")).unwrap();
+        b.join().unwrap().unwrap();
+        a.refresh().unwrap();
+        assert_eq!(a.get("k").unwrap().unwrap(), b"b");
+        // One left by a writer that died before writing its lease lapses with its age.
+        let stale = File::create(dir.join("lock")).unwrap();
+        stale.set_modified(SystemTime::now() - LEASE - Duration::from_secs(1)).unwrap();
+        drop(stale);
+        a.commit(vec![put("k", "a")]).unwrap();
+        assert!(!dir.join("lock").exists());
     }
 
     #[test]

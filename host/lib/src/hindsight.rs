@@ -243,7 +243,7 @@ impl Hindsight {
 
     /// Moves the store's write-ahead log into its main data (SQLite: a checkpoint that truncates
     /// the log), so nothing erased stays on disk beside it. Servers call it when they stop.
-    pub fn close(&self) -> Result<()> {
+    pub fn checkpoint(&self) -> Result<()> {
         Ok(self.pool.runtime().store.checkpoint()?)
     }
 

@@ -250,7 +250,7 @@ pub fn serve_stdio(hs: Hindsight, default_bank: String) -> CliResult<()> {
         let _ = writer.await;
         Ok(())
     });
-    hs.close()?;
+    hs.checkpoint()?;
     served
 }
 
@@ -294,7 +294,7 @@ pub fn serve_http(hs: Hindsight, default_bank: String, listen: Listen, auth: Aut
         .await;
         Ok(())
     });
-    hs.close()?;
+    hs.checkpoint()?;
     served
 }
 
