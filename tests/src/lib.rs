@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use hindsight::{Bank, Builder, Hindsight, Memory, Query, SqliteStore, Store};
+use hindsight::{
+    store::{SqliteStore, Store},
+    Bank, Builder, Hindsight, Memory, Query,
+};
 
 pub mod scripted_llm;
 

@@ -3,7 +3,7 @@
 //! feedback or tasks — and is told which bank and which right; a shared bank is read by all and
 //! written only by those allowed; what a principal writes carries its name.
 
-use hindsight::{Error, FeedbackOutcome, Memory, Principal};
+use hindsight::{access::Principal, types::FeedbackOutcome, Error, Memory};
 use hindsight_tests::{bank, memory, query};
 
 fn denied<T: std::fmt::Debug>(result: hindsight::Result<T>, right: &str, bank: &str) {
@@ -41,7 +41,7 @@ fn a_principal_reaches_only_the_banks_it_has_rights_on() {
     denied(private.get(&secret), "read", "agent:coder");
     denied(private.history(&secret), "read", "agent:coder");
     denied(private.stats(), "read", "agent:coder");
-    denied(private.tasks(true), "read", "agent:coder");
+    denied(private.tasks(hindsight::types::TaskFilter::All), "read", "agent:coder");
     denied(private.forget(&secret), "write", "agent:coder");
     denied(private.forget_hard(&secret), "write", "agent:coder");
     denied(private.feedback([secret.clone()], FeedbackOutcome::Failure), "write", "agent:coder");
@@ -92,7 +92,11 @@ fn recall_across_spaces_ranks_together_and_skips_what_the_principal_may_not_read
     let copy = bank(&hs, "shared").get(shared.id.as_deref().unwrap()).unwrap();
     assert_eq!(copy.meta("shared_from"), Some(format!("agent:analyst/{original}").as_str()));
     let again = bank(&hs, "agent:analyst").share(&original, "shared").unwrap();
-    assert_eq!(again.action, hindsight::RetainAction::Reinforced, "a second share is a duplicate there");
+    assert_eq!(
+        again.action,
+        hindsight::types::RetainAction::Reinforced,
+        "a second share is a duplicate there"
+    );
 
     let at = |q: &str| query(q, 2).at(hindsight_tests::NOW);
     let hits = hs.recall(["agent:coder", "shared"], at("firmware update fails")).unwrap();
@@ -115,19 +119,19 @@ fn recall_across_spaces_ranks_together_and_skips_what_the_principal_may_not_read
 /// Answers extraction with one private and one shared lesson; every other call is "no model".
 struct SharingLlm;
 
-impl hindsight::Llm for SharingLlm {
+impl hindsight::llm::Llm for SharingLlm {
     fn complete(
         &self,
-        request: &hindsight::LlmRequest,
-    ) -> Result<hindsight::LlmResponse, hindsight::LlmError> {
-        if request.operation != hindsight::LlmOperation::Extract {
-            return Err(hindsight::LlmError::Unavailable("scripted: extraction only".into()));
+        request: &hindsight::llm::LlmRequest,
+    ) -> Result<hindsight::llm::LlmResponse, hindsight::llm::LlmError> {
+        if request.operation != hindsight::llm::LlmOperation::Extract {
+            return Err(hindsight::llm::LlmError::Unavailable("scripted: extraction only".into()));
         }
         let text = r#"{"memories": [
             {"kind": "procedural", "content": "This user wants answers in bullet points", "confidence": 0.9},
             {"kind": "semantic", "content": "Vendor model X-200 fails its firmware update over Wi-Fi; flash it over USB", "confidence": 0.9, "share": true}
         ]}"#;
-        Ok(hindsight::LlmResponse { text: text.into(), prompt_tokens: 10, completion_tokens: 10 })
+        Ok(hindsight::llm::LlmResponse { text: text.into(), prompt_tokens: 10, completion_tokens: 10 })
     }
 }
 
@@ -138,7 +142,8 @@ fn a_lesson_the_llm_marks_share_is_copied_to_the_shared_bank_when_sharing_is_on(
     let private = hindsight_tests::open(hindsight_tests::builder().memory().llm(SharingLlm));
     let task = bank(&private, "agent:support").begin_task("update the customer's X-200").unwrap();
     task.step(hindsight::Step::tool_call("flash", "firmware over wifi")).unwrap();
-    let end = task.end(hindsight::EndTask { force: true, ..hindsight::Outcome::Success.into() }).unwrap();
+    let end =
+        task.end(hindsight::types::EndTask { force: true, ..hindsight::Outcome::Success.into() }).unwrap();
     assert!(end.items.iter().all(|d| d.bank == "agent:support"), "{:?}", end.items);
 
     let hs = hindsight_tests::open(
@@ -147,7 +152,8 @@ fn a_lesson_the_llm_marks_share_is_copied_to_the_shared_bank_when_sharing_is_on(
     let support = bank(&hs, "agent:support");
     let task = support.begin_task("update the customer's X-200").unwrap();
     task.step(hindsight::Step::tool_call("flash", "firmware over wifi")).unwrap();
-    let end = task.end(hindsight::EndTask { force: true, ..hindsight::Outcome::Success.into() }).unwrap();
+    let end =
+        task.end(hindsight::types::EndTask { force: true, ..hindsight::Outcome::Success.into() }).unwrap();
     let placed: Vec<&str> = end.items.iter().map(|d| d.bank.as_str()).collect();
     assert_eq!(placed, ["agent:support", "agent:support", "shared"], "{:?}", end.items);
     let hits = hs.recall(["agent:coder", "shared"], query("X-200 firmware update", 1)).unwrap();

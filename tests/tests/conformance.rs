@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hindsight::{
-    JsonMode, Llm, LlmError, LlmOperation, LlmRequest, MemoryStore, Named, Op, OpenAi, PostgresStore,
-    SqliteStore, Store, StoreError,
+    llm::{JsonMode, Llm, LlmError, LlmOperation, LlmRequest, OpenAi},
+    store::{MemoryStore, Op, PostgresStore, SqliteStore, Store, StoreError},
+    types::Named,
 };
 use serde_json::Value;
 
@@ -245,22 +246,25 @@ fn the_defaults_are_the_table_every_host_shares() {
     assert_eq!(hindsight::defaults::MODELS_ENV, d["models_dir"]["env"]);
     assert_eq!(hindsight::defaults::MODEL_FILE, d["models_dir"]["files"][0]);
     assert_eq!(hindsight::defaults::TOKENIZER_FILE, d["models_dir"]["files"][1]);
-    assert_eq!(hindsight::ENV_URL, d["llm_env"]["url"]);
-    assert_eq!(hindsight::DEFAULT_TIMEOUT.as_millis() as u64, d["llm"]["timeout_ms"].as_u64().unwrap());
-    assert_eq!(u64::from(hindsight::DEFAULT_RETRIES), d["llm"]["retries"].as_u64().unwrap());
-    assert_eq!(hindsight::DEFAULT_BACKOFF.as_millis() as u64, d["llm"]["backoff_first_ms"].as_u64().unwrap());
-    assert_eq!(hindsight::MAX_BACKOFF.as_millis() as u64, d["llm"]["backoff_max_ms"].as_u64().unwrap());
+    assert_eq!(hindsight::llm::ENV_URL, d["llm_env"]["url"]);
+    assert_eq!(hindsight::llm::DEFAULT_TIMEOUT.as_millis() as u64, d["llm"]["timeout_ms"].as_u64().unwrap());
+    assert_eq!(u64::from(hindsight::llm::DEFAULT_RETRIES), d["llm"]["retries"].as_u64().unwrap());
+    assert_eq!(
+        hindsight::llm::DEFAULT_BACKOFF.as_millis() as u64,
+        d["llm"]["backoff_first_ms"].as_u64().unwrap()
+    );
+    assert_eq!(hindsight::llm::MAX_BACKOFF.as_millis() as u64, d["llm"]["backoff_max_ms"].as_u64().unwrap());
     let operations: Vec<&str> = LlmOperation::ALL.iter().map(|o| o.as_str()).collect();
     assert_eq!(serde_json::json!(operations), d["llm"]["operations"]);
     for mode in d["llm"]["json_modes"].as_array().unwrap() {
         JsonMode::parse(mode.as_str().unwrap()).unwrap();
     }
     assert_eq!(
-        hindsight::DEFAULT_DEADLINE.as_millis() as u64,
+        hindsight::Builder::DEFAULT_DEADLINE.as_millis() as u64,
         d["engine"]["call_deadline_ms"].as_u64().unwrap()
     );
     assert_eq!(
-        (hindsight::DEFAULT_MEMORY_LIMIT >> 20) as u64,
+        (hindsight::Builder::DEFAULT_MEMORY_LIMIT >> 20) as u64,
         d["engine"]["memory_limit_mib"].as_u64().unwrap()
     );
 }

@@ -4,7 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use hindsight::{Error, Status, FORMAT_VERSION, SQLITE_FORMAT};
+use hindsight::{
+    store::{FORMAT_VERSION, SQLITE_FORMAT},
+    types::Status,
+    Error,
+};
 use hindsight_tests::*;
 use sha2::{Digest, Sha256};
 
@@ -139,7 +143,7 @@ fn a_database_written_by_hindsight_0_1_is_migrated_once_and_recalled() {
         assert!(hits.items[0].memory.content.contains("utf-8-sig"), "{:?}", hits.items[0].memory.content);
         assert_eq!(agent.get("m1a22d8fa286fd745189").unwrap().status, Status::Superseded);
         assert_eq!(agent.history("m1a22d8fa478c3fb06ba").unwrap().len(), 3);
-        let tasks = agent.tasks(true).unwrap();
+        let tasks = agent.tasks(hindsight::types::TaskFilter::All).unwrap();
         assert_eq!(tasks.len(), 2);
         assert_eq!(
             agent.resume_task("t1a22d8fb60b2c2ad0bf").unwrap().state().unwrap().notes,
@@ -166,7 +170,7 @@ fn a_database_from_a_newer_hindsight_is_refused_naming_both_versions() {
     std::fs::copy(root().join("tests/fixtures/format-0.1.db"), &db).unwrap();
     rusqlite::Connection::open(&db).unwrap().execute_batch("PRAGMA user_version = 7;").unwrap();
     let before = std::fs::read(&db).unwrap();
-    let err = hindsight::SqliteStore::open(&db).unwrap_err();
+    let err = hindsight::store::SqliteStore::open(&db).unwrap_err();
     assert!(
         matches!(&err, Error::Unsupported(m) if m.contains("format 7") && m.contains(&format!("up to {SQLITE_FORMAT}"))),
         "{err}"

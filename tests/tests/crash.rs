@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hindsight::{Hindsight, Query, Status};
+use hindsight::{types::Status, Hindsight, Query};
 use hindsight_tests::{hindsight_bin, Rng};
 use serde_json::{json, Value};
 

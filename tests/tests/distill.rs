@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use hindsight::{
-    Bank, DistillMethod, EndTask, Error, FailureType, Hindsight, Kind, OpenAi, Outcome, RetainAction, Step,
-    StepKind, Task, TaskUpdate,
+    llm::OpenAi,
+    types::{DistillMethod, EndTask, FailureType, RetainAction, StepKind, TaskUpdate},
+    Bank, Error, Hindsight, Kind, Outcome, Step, Task,
 };
 use hindsight_tests::scripted_llm::{Reply, ScriptedLlm};
 use hindsight_tests::*;
@@ -22,7 +23,9 @@ fn step(kind: StepKind, text: &str, tool: Option<&str>, error: bool) -> Step {
 /// Six steps, one tool call failing with a timeout: worth distilling.
 fn run_task(agent: &Bank) -> Task {
     let task = agent
-        .begin_task(hindsight::NewTask::new("export the weekly sales report").task_type("data-analysis"))
+        .begin_task(
+            hindsight::types::NewTask::new("export the weekly sales report").task_type("data-analysis"),
+        )
         .unwrap();
     for s in [
         step(StepKind::Thought, "the report comes from the sales API", None, false),

@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use hindsight::{Error, Memory, MemoryStore, Query, Store};
+use hindsight::{
+    store::{MemoryStore, Store},
+    Error, Memory, Query,
+};
 use hindsight_tests::*;
 
 const CSV_FIX: &str = "处理中文CSV时，pandas.read_csv需指定encoding='utf-8-sig'";

@@ -3,7 +3,10 @@
 //! the host's WASI context can reach no host file, directory, environment or socket; one bank
 //! never sees another's memories, even by guessing ids.
 
-use hindsight::{Error, FeedbackOutcome, TaskUpdate};
+use hindsight::{
+    types::{FeedbackOutcome, TaskUpdate},
+    Error,
+};
 use hindsight_tests::*;
 
 #[test]
@@ -58,7 +61,7 @@ fn banks_in_one_host_and_store_never_see_each_other() {
             assert!(not_found(b.feedback([other.clone()], FeedbackOutcome::Failure).map(|_| ())));
         }
         if i > 0 {
-            assert!(b.tasks(true).unwrap().is_empty());
+            assert!(b.tasks(hindsight::types::TaskFilter::All).unwrap().is_empty());
             assert!(matches!(b.resume_task(task.id()), Err(Error::NotFound(_))));
         }
     }

@@ -2,7 +2,8 @@
 //! API sees. Time is passed in.
 
 use hindsight::{
-    Bank, FeedbackOutcome, HistoryEvent, Kind, MaintainAction, Memory, RetainAction, RetainOutcome, Status,
+    types::{FeedbackOutcome, HistoryEvent, MaintainAction, RetainAction, RetainOutcome, Status},
+    Bank, Kind, Memory,
 };
 use hindsight_tests::*;
 

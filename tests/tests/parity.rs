@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use hindsight::{Kind, Named};
+use hindsight::{types::Named, Kind};
 use hindsight_tests::*;
 use serde_json::{json, Value};
 

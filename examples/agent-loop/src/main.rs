@@ -3,7 +3,7 @@
 //! hindsight distils the run into memories. The second and third prompts carry the first task's
 //! lesson.
 //!
-//! The model here is the agent runtime's own (a scripted one): any `hindsight::Llm` can be lent
+//! The model here is the agent runtime's own (a scripted one): any `hindsight::llm::Llm` can be lent
 //! to the engine, not only the OpenAI-compatible client.
 //!
 //! Run: `cargo run -p hindsight-agent-loop` (after `hindsight model fetch`).
@@ -11,7 +11,9 @@
 use anyhow::ensure;
 use hindsight::time::DAY_MS;
 use hindsight::{
-    Hindsight, Llm, LlmError, LlmOperation, LlmRequest, LlmResponse, NewTask, Outcome, Query, Step, StepKind,
+    llm::{Llm, LlmError, LlmOperation, LlmRequest, LlmResponse},
+    types::{NewTask, StepKind},
+    Hindsight, Outcome, Query, Step,
 };
 use serde_json::{json, Value};
 

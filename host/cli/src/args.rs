@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use hindsight::{
-    FailureType, FeedbackOutcome, Kind, ListOrder, Named, Outcome, ScopeLevel, Source, StepKind,
+    access::ScopeLevel,
+    types::{FailureType, FeedbackOutcome, ListOrder, Named, StepKind},
+    Kind, Outcome, Source,
 };
 
 /// A value parser for a closed set of names: clap lists them in `--help` and in its error.
@@ -74,7 +76,7 @@ pub struct Global {
     )]
     pub db: PathBuf,
     /// Connections to a PostgreSQL --db this process keeps open at most.
-    #[arg(long, global = true, default_value_t = hindsight::DEFAULT_POOL_SIZE, env = "HINDSIGHT_DB_POOL", value_name = "N")]
+    #[arg(long, global = true, default_value_t = hindsight::store::DEFAULT_POOL_SIZE, env = "HINDSIGHT_DB_POOL", value_name = "N")]
     pub db_pool: usize,
     /// Bank (tenant) to work on: 1 to 128 characters of A-Z a-z 0-9 - _ . : (agent:NAME, user:ID, shared by convention)
     #[arg(long, global = true, default_value = "default", env = "HINDSIGHT_BANK", value_name = "NAME")]

@@ -62,19 +62,19 @@ impl From<hindsight::Error> for CliError {
             hindsight::Error::InvalidInput { item, field, message } => {
                 CliError { kind: "invalid-input", message, field: Some(field), item, line: None }
             }
-            other => CliError::new(hindsight::Named::as_str(other.kind()), other.to_string()),
+            other => CliError::new(hindsight::types::Named::as_str(other.kind()), other.to_string()),
         }
     }
 }
 
-impl From<hindsight::StoreError> for CliError {
-    fn from(e: hindsight::StoreError) -> Self {
+impl From<hindsight::store::StoreError> for CliError {
+    fn from(e: hindsight::store::StoreError) -> Self {
         hindsight::Error::from(e).into()
     }
 }
 
-impl From<hindsight::FieldError> for CliError {
-    fn from(e: hindsight::FieldError) -> Self {
+impl From<hindsight::types::FieldError> for CliError {
+    fn from(e: hindsight::types::FieldError) -> Self {
         hindsight::Error::from(e).into()
     }
 }

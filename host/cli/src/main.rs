@@ -8,8 +8,10 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use hindsight::time::parse_iso;
 use hindsight::{
-    split_list, Bank, EndTask, Hindsight, Kind, ListQuery, Memory, Models, Named, OpenAi, Query, Scope, Step,
-    TaskUpdate, Timestamp,
+    access::Scope,
+    llm::OpenAi,
+    types::{split_list, Distiller, EndTask, ListQuery, Named, TaskFilter, TaskUpdate},
+    Bank, Hindsight, Kind, Memory, Models, Query, Step, Timestamp,
 };
 use serde_json::{json, Value};
 
@@ -408,7 +410,7 @@ fn task(g: &Global, command: TaskCommand) -> CliResult<()> {
     let b = bank(g, !matches!(command, TaskCommand::Begin { .. }))?;
     let (id, update, expected) = match command {
         TaskCommand::Begin { goal, task_type } => {
-            let mut new = hindsight::NewTask::new(goal);
+            let mut new = hindsight::types::NewTask::new(goal);
             new.task_type = task_type;
             let state = b.begin_task(new)?.state()?;
             print(g, &state, || state.id.clone());
@@ -420,7 +422,7 @@ fn task(g: &Global, command: TaskCommand) -> CliResult<()> {
             return Ok(());
         }
         TaskCommand::List { all } => {
-            let tasks = b.tasks(all)?;
+            let tasks = b.tasks(if all { TaskFilter::All } else { TaskFilter::Open })?;
             print(g, &json!({"tasks": tasks}), || render::task_list(&tasks));
             return Ok(());
         }
@@ -433,7 +435,8 @@ fn task(g: &Global, command: TaskCommand) -> CliResult<()> {
             return Ok(());
         }
         TaskCommand::Distill { id, rules } => {
-            let ended = b.resume_task(&id)?.distill(rules)?;
+            let ended =
+                b.resume_task(&id)?.distill(if rules { Distiller::Rules } else { Distiller::Auto })?;
             print(g, &ended, || render::task_end(&ended));
             return Ok(());
         }

@@ -3,7 +3,7 @@
 //! characters are shown escaped, never sent to the terminal.
 
 use hindsight::time::format_iso;
-use hindsight::{
+use hindsight::types::{
     Audit, AuditItem, Distilled, HistoryEntry, ListPage, MaintainAction, MaintainReport, MemoryRecord,
     RecallResult, RetainOutcome, Status, TaskEnd, TaskState,
 };
@@ -200,7 +200,7 @@ pub fn audit(a: &Audit) -> String {
 }
 
 /// A hard forget's receipt.
-pub fn erasure(id: &str, e: &hindsight::Erasure) -> String {
+pub fn erasure(id: &str, e: &hindsight::types::Erasure) -> String {
     let mut out = format!("{id} erased: {} memories ({})", e.memories.len(), e.memories.join(", "));
     out.push_str(&format!("\n  recall-log entries cleaned: {}", e.recall_log_entries));
     if !e.tasks.is_empty() {

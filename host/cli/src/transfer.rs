@@ -5,6 +5,7 @@ use std::io::{BufWriter, Seek, Write};
 use std::path::Path;
 use std::time::Instant;
 
+use hindsight::types::Vectors;
 use hindsight::Models;
 use serde_json::json;
 
@@ -17,7 +18,7 @@ pub fn export(g: &Global, vectors: bool) -> CliResult<()> {
     let started = Instant::now();
     let bar = progress(g, 0, "{spinner} exported {pos} lines ({per_sec})");
     let mut out = BufWriter::new(std::io::stdout().lock());
-    let written = b.export(vectors, |line| {
+    let written = b.export(if vectors { Vectors::Include } else { Vectors::Omit }, |line| {
         writeln!(out, "{line}").map_err(|e| hindsight::Error::invalid("output", e.to_string()))?;
         if let Some(bar) = &bar {
             bar.inc(1);

@@ -294,8 +294,9 @@ impl Bank {
         self.call(Right::Write, move |w, bank| w.with_bank(bank, |b, s, h| b.call_delete_task(s, h, &id)))
     }
 
-    /// The bank's tasks, newest first; ended ones only when asked.
-    pub fn tasks(&self, include_ended: bool) -> Result<Vec<TaskState>> {
+    /// The bank's tasks, newest first: the open ones, or all of them.
+    pub fn tasks(&self, which: TaskFilter) -> Result<Vec<TaskState>> {
+        let include_ended = which == TaskFilter::All;
         let tasks = self.call(Right::Read, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_tasks(s, h, include_ended))
         })?;
@@ -355,9 +356,10 @@ impl Bank {
     }
 
     /// Writes the bank as JSON lines to `out`, a page at a time (a header naming the format and
-    /// the embedding model, then every memory — with its vector when `vectors` — task and recall
-    /// log entry). Returns the lines written.
-    pub fn export(&self, vectors: bool, mut out: impl FnMut(&str) -> Result<()>) -> Result<u64> {
+    /// the embedding model, then every memory — with its vector when `vectors` says so — task
+    /// and recall log entry). Returns the lines written.
+    pub fn export(&self, vectors: Vectors, mut out: impl FnMut(&str) -> Result<()>) -> Result<u64> {
+        let vectors = vectors == Vectors::Include;
         const PAGE: u32 = 1000;
         let mut cursor: Option<String> = None;
         let mut written = 0u64;
@@ -620,8 +622,9 @@ impl Task {
     }
 
     /// Distils the ended task when its distillation was skipped or failed: with the language model
-    /// when there is one, by rules when there is none or `rules_only`.
-    pub fn distill(&self, rules_only: bool) -> Result<TaskEnd> {
+    /// when there is one, by rules when there is none or `how` is [`Distiller::Rules`].
+    pub fn distill(&self, how: Distiller) -> Result<TaskEnd> {
+        let rules_only = how == Distiller::Rules;
         let (id, now, may_share) = (self.id.clone(), self.bank.now, self.bank.hs.may_share());
         let ended = self.bank.call(Right::Write, move |w, bank| {
             w.with_bank(bank, |b, s, h| b.call_distill_task(s, h, &id, rules_only, may_share, now))
@@ -666,4 +669,35 @@ impl Task {
             }
         }
     }
+}
+
+/// Which tasks [`Bank::tasks`] lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskFilter {
+    /// The tasks not ended yet.
+    #[default]
+    Open,
+    /// Every task, ended ones too.
+    All,
+}
+
+/// Whether [`Bank::export`] writes each memory's embedding: a file without them is a fraction
+/// of the size, and an import embeds its memories again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Vectors {
+    /// The memories without their vectors.
+    #[default]
+    Omit,
+    /// Each memory with its vector.
+    Include,
+}
+
+/// How [`Task::distill`] distils an ended task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Distiller {
+    /// With the language model when there is one, else by rules.
+    #[default]
+    Auto,
+    /// By rules, even with a language model configured.
+    Rules,
 }

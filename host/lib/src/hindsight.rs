@@ -16,15 +16,6 @@ use crate::usage::{self, LlmUsage, Metered};
 use crate::wit::{self, WitInto};
 use hindsight_types::{Principal, Right};
 
-/// The most workers (instances) one `Hindsight` runs: each holds the model, ~160 MiB.
-pub const MAX_WORKERS: usize = 16;
-
-/// One call's deadline unless set (every host's default: tests/conformance/defaults.json).
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(120);
-
-/// Each instance's memory cap unless set.
-pub const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
-
 /// hindsight: the memory engine in its sandbox, over a store, with an optional language model.
 /// Cheap to clone and shareable across threads: clones use the same instances.
 ///
@@ -306,8 +297,8 @@ impl Default for Builder {
             workers: None,
             // The model needs ~155 MiB; each memory ~1.5 KiB of vector plus its record, so 1 GiB
             // holds a 100k-memory bank with room to spare.
-            memory_limit: DEFAULT_MEMORY_LIMIT,
-            deadline: DEFAULT_DEADLINE,
+            memory_limit: Builder::DEFAULT_MEMORY_LIMIT,
+            deadline: Builder::DEFAULT_DEADLINE,
             component: None,
             cache_dir: Some(hindsight_types::defaults::cache_dir().join("components")),
         }
@@ -315,6 +306,15 @@ impl Default for Builder {
 }
 
 impl Builder {
+    /// The most workers (instances) one `Hindsight` runs: each holds the model, ~160 MiB.
+    pub const MAX_WORKERS: usize = 16;
+
+    /// One call's deadline unless set (every host's default: tests/conformance/defaults.json).
+    pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(120);
+
+    /// Each instance's memory cap unless set.
+    pub const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
+
     /// Keeps the banks in a SQLite file (created when missing).
     #[cfg(feature = "sqlite")]
     pub fn sqlite(mut self, path: impl Into<PathBuf>) -> Self {
@@ -394,7 +394,7 @@ impl Builder {
         self
     }
 
-    /// Instances serving banks in parallel, 1 to [`MAX_WORKERS`] (default: the cores, at most
+    /// Instances serving banks in parallel, 1 to [`Builder::MAX_WORKERS`] (default: the cores, at most
     /// 4). Each bank stays on one; each instance holds the model (~160 MiB) and starts on first
     /// use.
     pub fn workers(mut self, workers: usize) -> Self {
@@ -432,9 +432,12 @@ impl Builder {
     pub fn open(self) -> Result<Hindsight> {
         self.settings.validate()?;
         let workers = match self.workers {
-            Some(n) if (1..=MAX_WORKERS).contains(&n) => n,
+            Some(n) if (1..=Self::MAX_WORKERS).contains(&n) => n,
             Some(n) => {
-                return Err(Error::invalid("workers", format!("must be from 1 to {MAX_WORKERS}, got {n}")))
+                return Err(Error::invalid(
+                    "workers",
+                    format!("must be from 1 to {}, got {n}", Self::MAX_WORKERS),
+                ))
             }
             None => std::thread::available_parallelism().map_or(1, |n| n.get()).min(4),
         };

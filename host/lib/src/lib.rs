@@ -34,10 +34,10 @@
 //! ```
 //!
 //! A [`Hindsight`] is cheap to clone and shared across threads: each bank is served by one of a
-//! few sandboxed instances (see [`Builder::workers`]). Stores: [`SqliteStore`] (the default
+//! few sandboxed instances (see [`Builder::workers`]). Stores: [`SqliteStore`](store::SqliteStore) (the default
 //! feature `sqlite`), `PostgresStore` (feature `postgres`, shared by several hosts), an in-memory
-//! one, or any [`Store`]. Language models: [`OpenAi`] (feature
-//! `openai`, read from `HINDSIGHT_LLM_*` by default) or any [`Llm`].
+//! one, or any [`Store`](store::Store). Language models: [`OpenAi`](llm::OpenAi) (feature
+//! `openai`, read from `HINDSIGHT_LLM_*` by default) or any [`Llm`](llm::Llm).
 
 #![warn(missing_docs)]
 
@@ -60,29 +60,53 @@ mod wit;
 
 pub use bank::{Bank, Task};
 pub use error::{Error, Result};
-pub use hindsight::{Builder, Hindsight, DEFAULT_DEADLINE, DEFAULT_MEMORY_LIMIT, MAX_WORKERS};
+pub use hindsight::{Builder, Hindsight};
 pub use hindsight_types::defaults;
 pub use hindsight_types::settings::{self, Settings};
 pub use hindsight_types::time::{self, Timestamp};
-pub use hindsight_types::{
-    split_list, Audit, AuditItem, Cascaded, Correction, Denied, DistillMethod, Distilled, EndTask, Erasure,
-    ErrorKind, Explanation, FailureType, FeedbackOutcome, FieldError, HistoryEntry, HistoryEvent,
-    ImportReport, Kind, ListOrder, ListPage, ListQuery, Llm, LlmError, LlmOperation, LlmRequest, LlmResponse,
-    MaintainAction, MaintainReport, MaintainStep, Memory, MemoryRecord, MemoryStore, Named, NewTask, Op,
-    Outcome, Principal, Principals, Query, RecallHit, RecallLogEntry, RecallResult, Recalled, RetainAction,
-    RetainOutcome, Right, Scope, ScopeLevel, Score, Source, Stats, Status, Step, StepKind, Store, StoreError,
-    TaskEnd, TaskState, TaskUpdate, ToolCall, Trajectory, UseEvent, UseRecord, FORMAT_VERSION,
-    MIN_TOKEN_CHARS,
-};
+pub use hindsight_types::{ErrorKind, Kind, Memory, Outcome, Query, Source, Step};
 pub use models::Models;
-#[cfg(feature = "openai")]
-pub use openai::{JsonMode, OpenAi, DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ENV_URL, MAX_BACKOFF};
-#[cfg(feature = "postgres")]
-pub use postgres::{PostgresStore, DEFAULT_POOL_SIZE, POSTGRES_FORMAT};
-pub use runtime::Timings;
-#[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteStore, SQLITE_FORMAT};
-pub use usage::LlmUsage;
+
+/// What calls take and return besides the quickstart's few: recall results, task ends, audits,
+/// histories, list pages, maintenance reports.
+pub mod types {
+    pub use crate::bank::{Distiller, TaskFilter, Vectors};
+    pub use crate::runtime::Timings;
+    pub use hindsight_types::{
+        split_list, Audit, AuditItem, Cascaded, Correction, DistillMethod, Distilled, EndTask, Erasure,
+        Explanation, FailureType, FeedbackOutcome, FieldError, HistoryEntry, HistoryEvent, ImportReport,
+        ListOrder, ListPage, ListQuery, MaintainAction, MaintainReport, MaintainStep, MemoryRecord, Named,
+        NewTask, RecallHit, RecallLogEntry, RecallResult, Recalled, RetainAction, RetainOutcome, Score,
+        Stats, Status, StepKind, TaskEnd, TaskState, TaskUpdate, ToolCall, Trajectory, UseEvent, UseRecord,
+        MIN_TOKEN_CHARS,
+    };
+}
+
+/// Where memories are kept: the [`Store`](store::Store) trait the engine commits through, and
+/// the stores this crate ships.
+pub mod store {
+    #[cfg(feature = "postgres")]
+    pub use crate::postgres::{PostgresStore, DEFAULT_POOL_SIZE, POSTGRES_FORMAT};
+    #[cfg(feature = "sqlite")]
+    pub use crate::sqlite::{SqliteStore, SQLITE_FORMAT};
+    pub use hindsight_types::{MemoryStore, Op, Store, StoreError, FORMAT_VERSION};
+}
+
+/// The language model the engine borrows for distillation and judgement: the [`Llm`](llm::Llm)
+/// trait, the OpenAI-compatible client, and what each operation cost.
+pub mod llm {
+    #[cfg(feature = "openai")]
+    pub use crate::openai::{
+        JsonMode, OpenAi, DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ENV_URL, MAX_BACKOFF,
+    };
+    pub use crate::usage::LlmUsage;
+    pub use hindsight_types::{Llm, LlmError, LlmOperation, LlmRequest, LlmResponse};
+}
+
+/// Who may read and write which banks: principals, their rights and scopes.
+pub mod access {
+    pub use hindsight_types::{Denied, Principal, Principals, Right, Scope, ScopeLevel};
+}
 
 /// sha256 of the built-in component (the engine build this crate runs unless told otherwise).
 pub const COMPONENT_SHA256: &str = hindsight_component::SHA256;

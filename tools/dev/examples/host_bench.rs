@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use hindsight::{Hindsight, Kind, Memory, Named, Query};
+use hindsight::{types::Named, Hindsight, Kind, Memory, Query};
 use serde_json::{json, Value};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hindsight::{Hindsight, MaintainAction, Memory, Query, Settings};
+use hindsight::{types::MaintainAction, Hindsight, Memory, Query, Settings};
 use serde_json::{json, Value};
 
 use crate::error::{CliError, CliResult};
@@ -419,7 +419,7 @@ fn size_bench(
 }
 
 pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &BenchArgs) -> CliResult<()> {
-    let size_list = hindsight::split_list(&args.sizes)
+    let size_list = hindsight::types::split_list(&args.sizes)
         .into_iter()
         .map(|size| {
             size.parse().map_err(|_| CliError::field("sizes", format!("{size:?} is not a whole number")))
@@ -599,7 +599,7 @@ mod native {
     ) -> CliResult<SizeFigures> {
         let embedder = Rc::new(GivenVectors { dim: corpus[0].1.len(), id: "bench".into() });
         let engine = Engine::with_embedder(embedder, settings.clone());
-        let store = hindsight::SqliteStore::open(db)?;
+        let store = hindsight::store::SqliteStore::open(db)?;
         let mut bank = engine.open_bank("bench", Box::new(store)).map_err(engine_error)?;
         let mut ids = Vec::with_capacity(corpus.len());
         for chunk in corpus.chunks(1000) {

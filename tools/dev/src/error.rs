@@ -53,19 +53,19 @@ impl From<hindsight::Error> for CliError {
     fn from(e: hindsight::Error) -> Self {
         match e {
             hindsight::Error::InvalidInput { field, message, .. } => CliError::field(&field, message),
-            other => CliError::new(hindsight::Named::as_str(other.kind()), other.to_string()),
+            other => CliError::new(hindsight::types::Named::as_str(other.kind()), other.to_string()),
         }
     }
 }
 
-impl From<hindsight::FieldError> for CliError {
-    fn from(e: hindsight::FieldError) -> Self {
+impl From<hindsight::types::FieldError> for CliError {
+    fn from(e: hindsight::types::FieldError) -> Self {
         hindsight::Error::from(e).into()
     }
 }
 
-impl From<hindsight::StoreError> for CliError {
-    fn from(e: hindsight::StoreError) -> Self {
+impl From<hindsight::store::StoreError> for CliError {
+    fn from(e: hindsight::store::StoreError) -> Self {
         hindsight::Error::from(e).into()
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hindsight::time::parse_iso;
-use hindsight::{Memory, Query, Settings, SqliteStore};
+use hindsight::{store::SqliteStore, Memory, Query, Settings};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -157,7 +157,7 @@ fn io(e: std::io::Error) -> CliError {
 }
 
 pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &EvalArgs) -> CliResult<()> {
-    let ks = hindsight::split_list(&args.k)
+    let ks = hindsight::types::split_list(&args.k)
         .iter()
         .map(|k| k.parse::<u32>().map_err(|_| CliError::field("k", format!("{k:?} is not a whole number"))))
         .collect::<CliResult<Vec<_>>>()?;
@@ -268,7 +268,7 @@ fn evaluate(
             }
         }
         if let Some(c) = &cached {
-            hindsight::Store::checkpoint(&*store)?;
+            hindsight::store::Store::checkpoint(&*store)?;
             if let Some(parent) = c.parent() {
                 std::fs::create_dir_all(parent).map_err(io)?;
             }

@@ -9,7 +9,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use hindsight::{Kind, Memory, Named, RetainAction};
+use hindsight::{
+    types::{Named, RetainAction},
+    Kind, Memory,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

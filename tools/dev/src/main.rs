@@ -36,7 +36,7 @@ pub struct Global {
     #[arg(long, global = true, env = "HINDSIGHT_BENCH_DB", value_name = "URL")]
     pub db: Option<String>,
     /// Connections to a PostgreSQL --db.
-    #[arg(long, global = true, default_value_t = hindsight::DEFAULT_POOL_SIZE, value_name = "N")]
+    #[arg(long, global = true, default_value_t = hindsight::store::DEFAULT_POOL_SIZE, value_name = "N")]
     pub db_pool: usize,
     /// Machine-readable JSON output.
     #[arg(long, global = true)]

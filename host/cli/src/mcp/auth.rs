@@ -10,7 +10,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use hindsight::{Principal, Principals};
+use hindsight::access::{Principal, Principals};
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 

@@ -7,8 +7,11 @@
 use std::net::SocketAddr;
 
 use hindsight::{
-    Audit, Correction, EndTask, Erasure, Explanation, FeedbackOutcome, Hindsight, HistoryEntry, ListPage,
-    ListQuery, Memory, MemoryRecord, Query, RecallResult, RetainOutcome, Stats, TaskEnd, Trajectory,
+    types::{
+        Audit, Correction, EndTask, Erasure, Explanation, FeedbackOutcome, HistoryEntry, ListPage, ListQuery,
+        MemoryRecord, RecallResult, RetainOutcome, Stats, TaskEnd, Trajectory,
+    },
+    Hindsight, Memory, Query,
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,

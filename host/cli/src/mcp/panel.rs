@@ -5,6 +5,7 @@
 use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
+use hindsight::types::Vectors;
 use hindsight::Hindsight;
 
 use super::auth;
@@ -98,7 +99,7 @@ pub async fn export(State(state): State<PanelState>, request: Request) -> Respon
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
     tokio::task::spawn_blocking(move || {
         let mut chunk = Vec::with_capacity(1 << 16);
-        let sent = handle.export(vectors, |line| {
+        let sent = handle.export(if vectors { Vectors::Include } else { Vectors::Omit }, |line| {
             chunk.extend_from_slice(line.as_bytes());
             chunk.push(b'\n');
             if chunk.len() >= 1 << 16 {
