@@ -73,7 +73,12 @@ fn hard_forget_leaves_no_byte_of_the_content_in_the_database_file() {
         assert!(!bytes.windows(18).any(|w| w == b"purple-elephant-42"), "content bytes remain in the WAL");
     }
     assert!(!recall_texts(&agent, "API key rotation phrase", 5).iter().any(|t| t.contains("purple")));
-    assert!(matches!(agent.get(&id), Err(Error::NotFound(_))));
+    match agent.get(&id) {
+        Err(Error::NotFound { what, id: missing, .. }) => {
+            assert_eq!((what.as_str(), missing.as_str()), ("memory", id.as_str()))
+        }
+        other => panic!("expected not-found, got {other:?}"),
+    }
     assert_eq!(agent.stats().unwrap().total as usize, UNRELATED.len());
 }
 
@@ -95,7 +100,7 @@ fn soft_forget_hides_until_restored() {
 /// The invalid field an error names: (item, field, message).
 fn invalid<T: std::fmt::Debug>(r: Result<T, Error>) -> (Option<usize>, String, String) {
     match r {
-        Err(Error::InvalidInput { item, field, message }) => (item, field, message),
+        Err(Error::InvalidInput(f)) => (f.item, f.field, f.message),
         other => panic!("expected invalid input, got {other:?}"),
     }
 }

@@ -53,7 +53,7 @@ fn banks_in_one_host_and_store_never_see_each_other() {
         assert_eq!(hits.items[0].memory.id, ids[i]);
         assert_eq!(b.stats().unwrap().total, 1);
         for (j, other) in ids.iter().enumerate().filter(|(j, _)| *j != i) {
-            let not_found = |r: Result<(), Error>| matches!(r, Err(Error::NotFound(_)));
+            let not_found = |r: Result<(), Error>| matches!(r, Err(Error::NotFound { .. }));
             assert!(not_found(b.get(other).map(|_| ())), "{} got {j}'s memory by id", b.id());
             assert!(not_found(b.history(other).map(|_| ())));
             assert!(not_found(b.forget_hard(other).map(|_| ())));
@@ -62,7 +62,7 @@ fn banks_in_one_host_and_store_never_see_each_other() {
         }
         if i > 0 {
             assert!(b.tasks(hindsight::types::TaskFilter::All).unwrap().is_empty());
-            assert!(matches!(b.resume_task(task.id()), Err(Error::NotFound(_))));
+            assert!(matches!(b.resume_task(task.id()), Err(Error::NotFound { .. })));
         }
     }
     // Nothing a neighbour tried changed anything.

@@ -1,134 +1,125 @@
-//! The language model over outgoing wasi:http: an OpenAI-compatible chat-completions endpoint
-//! named by `HINDSIGHT_LLM_URL` (and `HINDSIGHT_LLM_MODEL`, `HINDSIGHT_LLM_API_KEY`), the
-//! variables the native hosts read. Without a URL the engine has no model and uses its rules.
+//! The language model over outgoing wasi:http: the OpenAI chat-completions protocol of
+//! `hindsight_types::openai` (the native host's, with its retries, timeouts and JSON modes),
+//! configured by the same `HINDSIGHT_LLM_*` variables. Without a URL the engine has no model and
+//! uses its rules.
 
 use std::io::Read;
+use std::time::Duration;
 
-use hindsight_types::{Llm, LlmError, LlmRequest, LlmResponse, Named};
-use serde_json::{json, Value};
+use hindsight_types::openai::{self, Config, Post, Reply, Transport, Unsent};
+use hindsight_types::{FieldError, Llm, LlmError, LlmRequest, LlmResponse};
+use wasi::clocks::monotonic_clock;
 use wasi::http::outgoing_handler;
-use wasi::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
+use wasi::http::types::{ErrorCode, Fields, Method, OutgoingBody, OutgoingRequest, RequestOptions, Scheme};
 
-pub struct HttpLlm {
-    scheme: Scheme,
-    authority: String,
-    path: String,
-    model: String,
-    api_key: Option<String>,
-}
+/// The largest answer read (a chat completion is a few kilobytes).
+const MAX_ANSWER: u64 = 16 << 20;
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
+/// The configured model, or why its configuration is unusable: a malformed variable fails every
+/// call with the variable's name instead of silently running without a model.
+pub struct HttpLlm(Result<Config, FieldError>);
 
 impl HttpLlm {
+    /// None without `HINDSIGHT_LLM_URL`.
     pub fn from_env() -> Option<HttpLlm> {
-        let url = env("HINDSIGHT_LLM_URL")?;
-        let (scheme, rest) = match url.trim().split_once("://") {
-            Some(("https", rest)) => (Scheme::Https, rest.to_string()),
-            Some((_, rest)) => (Scheme::Http, rest.to_string()),
-            None => (Scheme::Http, url.trim().to_string()),
-        };
-        let (authority, base) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        let base = base.trim_end_matches('/');
-        let path = if base.ends_with("/chat/completions") {
-            base.to_string()
-        } else {
-            format!("{base}/chat/completions")
-        };
-        Some(HttpLlm {
-            scheme,
-            authority: authority.to_string(),
-            path,
-            model: env("HINDSIGHT_LLM_MODEL").unwrap_or_else(|| "default".into()),
-            api_key: env("HINDSIGHT_LLM_API_KEY"),
-        })
-    }
-
-    fn post(&self, body: &[u8]) -> Result<(u16, Vec<u8>), String> {
-        // A length, not chunked encoding: not every OpenAI-compatible server reads chunked bodies.
-        let mut headers = vec![
-            ("content-type".to_string(), b"application/json".to_vec()),
-            ("content-length".to_string(), body.len().to_string().into_bytes()),
-        ];
-        if let Some(key) = &self.api_key {
-            headers.push(("authorization".to_string(), format!("Bearer {key}").into_bytes()));
+        match Config::from_env(|name| std::env::var(name).ok()) {
+            Ok(config) => config.map(|c| HttpLlm(Ok(c))),
+            Err(e) => Some(HttpLlm(Err(e))),
         }
-        let fields = Fields::from_list(&headers).map_err(|e| format!("headers: {e:?}"))?;
+    }
+}
+
+impl Llm for HttpLlm {
+    fn complete(&self, r: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        match &self.0 {
+            Ok(config) => openai::complete(config, &WasiHttp, r),
+            Err(e) => Err(LlmError::Failed(format!("the LLM configuration: {e}"))),
+        }
+    }
+}
+
+struct WasiHttp;
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Transport for WasiHttp {
+    fn post(&self, &Post { url, headers, body, timeout }: &Post<'_>) -> Result<Reply, Unsent> {
+        let started = monotonic_clock::now();
+        let timed_out = || monotonic_clock::now().saturating_sub(started) >= nanos(timeout);
+        let (scheme, rest) = match url.split_once("://") {
+            Some(("https", rest)) => (Scheme::Https, rest),
+            Some((_, rest)) => (Scheme::Http, rest),
+            None => (Scheme::Http, url),
+        };
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        // A length, not chunked encoding: not every OpenAI-compatible server reads chunked bodies.
+        let mut fields: Vec<(String, Vec<u8>)> =
+            headers.iter().map(|(k, v)| (k.to_string(), v.clone().into_bytes())).collect();
+        fields.push(("content-length".into(), body.len().to_string().into_bytes()));
+        let fields = Fields::from_list(&fields).map_err(|e| Unsent::Failed(format!("headers: {e:?}")))?;
         let request = OutgoingRequest::new(fields);
         let _ = request.set_method(&Method::Post);
-        let _ = request.set_scheme(Some(&self.scheme));
+        let _ = request.set_scheme(Some(&scheme));
         request
-            .set_authority(Some(&self.authority))
-            .map_err(|()| format!("authority {:?}", self.authority))?;
-        request.set_path_with_query(Some(&self.path)).map_err(|()| format!("path {:?}", self.path))?;
-        let outgoing = request.body().map_err(|()| "request body".to_string())?;
+            .set_authority(Some(authority))
+            .map_err(|()| Unsent::Failed(format!("authority {authority:?}")))?;
+        request.set_path_with_query(Some(path)).map_err(|()| Unsent::Failed(format!("path {path:?}")))?;
+        // A host that does not take an option keeps its own; the clock below still tells a
+        // timeout from another failure.
+        let options = RequestOptions::new();
+        let _ = options.set_connect_timeout(Some(nanos(timeout)));
+        let _ = options.set_first_byte_timeout(Some(nanos(timeout)));
+        let _ = options.set_between_bytes_timeout(Some(nanos(timeout)));
+        let outgoing = request.body().map_err(|()| Unsent::Failed("request body".into()))?;
         // Sent first, then written: the host buffers little of a body before the request goes.
-        let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+        let future =
+            outgoing_handler::handle(request, Some(options)).map_err(|e| Unsent::Failed(format!("{e:?}")))?;
         let sent = (|| {
             let stream = outgoing.write().map_err(|()| "request body".to_string())?;
-            for chunk in body.chunks(4096) {
+            for chunk in body.as_bytes().chunks(4096) {
                 stream.blocking_write_and_flush(chunk).map_err(|e| format!("sending: {e:?}"))?;
             }
             drop(stream);
             OutgoingBody::finish(outgoing, None).map_err(|e| format!("sending: {e:?}"))
         })();
         future.subscribe().block();
-        if let Err(e) = sent {
-            // A refused connection breaks the body's stream: the request's own error says why.
-            return Err(match future.get() {
-                Some(Ok(Err(code))) => format!("{code:?}"),
-                _ => e,
-            });
-        }
+        let failed = |code: ErrorCode| match code {
+            ErrorCode::ConnectionTimeout
+            | ErrorCode::ConnectionReadTimeout
+            | ErrorCode::HttpResponseTimeout => Unsent::TimedOut,
+            _ if timed_out() => Unsent::TimedOut,
+            code => Unsent::Failed(format!("{code:?}")),
+        };
         let response = match future.get() {
             Some(Ok(Ok(response))) => response,
-            Some(Ok(Err(e))) => return Err(format!("{e:?}")),
-            _ => return Err("no response".into()),
+            Some(Ok(Err(code))) => return Err(failed(code)),
+            // A refused connection breaks the body's stream: the request's own error says why.
+            _ => return Err(Unsent::Failed(sent.err().unwrap_or_else(|| "no response".into()))),
         };
+        if let Err(e) = sent {
+            return Err(Unsent::Failed(e));
+        }
         let status = response.status();
-        let incoming = response.consume().map_err(|()| "response body".to_string())?;
+        let retry_after =
+            response.headers().get("retry-after").into_iter().next().and_then(|v| String::from_utf8(v).ok());
+        let incoming = response.consume().map_err(|()| Unsent::Failed("response body".into()))?;
         let mut bytes = Vec::new();
         {
-            let mut stream = incoming.stream().map_err(|()| "response body".to_string())?;
-            (&mut stream).take(16 << 20).read_to_end(&mut bytes).map_err(|e| format!("reading: {e}"))?;
+            let mut stream = incoming.stream().map_err(|()| Unsent::Failed("response body".into()))?;
+            if let Err(e) = (&mut stream).take(MAX_ANSWER).read_to_end(&mut bytes) {
+                return Err(if timed_out() {
+                    Unsent::TimedOut
+                } else {
+                    Unsent::Failed(format!("reading: {e}"))
+                });
+            }
         }
-        Ok((status, bytes))
+        Ok(Reply { status, retry_after, body: String::from_utf8_lossy(&bytes).into_owned() })
     }
-}
 
-impl Llm for HttpLlm {
-    fn complete(&self, r: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let mut body = json!({
-            "model": self.model,
-            "messages": [{"role": "system", "content": r.system}, {"role": "user", "content": r.prompt}],
-            "max_tokens": r.max_tokens,
-            "temperature": r.temperature,
-        });
-        if let Some(schema) = r.json_schema.as_deref().and_then(|s| serde_json::from_str::<Value>(s).ok()) {
-            body["response_format"] = json!({
-                "type": "json_schema",
-                "json_schema": {"name": r.operation.as_str(), "schema": schema, "strict": false},
-            });
-        }
-        let shown = format!("{}{}", self.authority, self.path);
-        let (status, bytes) =
-            self.post(body.to_string().as_bytes()).map_err(|e| LlmError::Failed(format!("{shown}: {e}")))?;
-        let text = String::from_utf8_lossy(&bytes);
-        if status != 200 {
-            let excerpt: String = text.chars().take(300).collect();
-            return Err(LlmError::Failed(format!("HTTP {status} from {shown}: {excerpt}")));
-        }
-        let answer: Value = serde_json::from_str(&text)
-            .map_err(|e| LlmError::Failed(format!("{shown}: not a chat-completions answer: {e}")))?;
-        let content = answer["choices"][0]["message"]["content"].as_str().ok_or_else(|| {
-            LlmError::Failed(format!("{shown}: the answer has no choices[0].message.content"))
-        })?;
-        let tokens = |k: &str| answer["usage"][k].as_u64().unwrap_or(0) as u32;
-        Ok(LlmResponse {
-            text: content.to_string(),
-            prompt_tokens: tokens("prompt_tokens"),
-            completion_tokens: tokens("completion_tokens"),
-        })
+    fn sleep(&self, duration: Duration) {
+        monotonic_clock::subscribe_duration(nanos(duration)).block();
     }
 }

@@ -4,10 +4,10 @@ use std::rc::Rc;
 
 use crate::bank::Bank;
 use crate::embed::{Embedder, QueryCached, TextEmbedder};
-use crate::error::Result;
 use crate::llm::{Llm, NoLlm};
 use crate::settings::Settings;
 use crate::store::Store;
+use crate::Result;
 
 pub struct Engine {
     embedder: Rc<dyn TextEmbedder>,

@@ -96,7 +96,7 @@ fn content(t: &Text) -> String {
 
 /// Errors a caller can cause; anything else (corrupt, store, model) is a bug.
 fn expected_error(e: &Error) -> bool {
-    matches!(e, Error::InvalidInput(_) | Error::NotFound(_) | Error::Limit(_))
+    matches!(e, Error::InvalidInput(_) | Error::NotFound { .. } | Error::Limit(_))
 }
 
 /// Runs the steps (each with the time that passes before it) on a fresh bank over an in-memory
@@ -172,7 +172,7 @@ pub fn run(steps: Vec<(Step, i64)>) -> Result<(), String> {
                         Ok(()) if hard => {
                             erased.insert(id.clone());
                             known.retain(|k| *k != id);
-                            check!(matches!(bank.get(&id), Err(Error::NotFound(_))));
+                            check!(matches!(bank.get(&id), Err(Error::NotFound { .. })));
                         }
                         Ok(()) => check_eq!(bank.get(&id).unwrap().status, Status::Archived),
                         Err(e) => check!(expected_error(&e), "forget: {e}"),

@@ -1,15 +1,14 @@
-//! hindsight's memory engine: plain Rust, tested natively. The component is this crate built
-//! for `wasm32-wasip2`; `wit_glue` is the only module that knows the component model.
+//! hindsight's memory engine: plain Rust that knows nothing of WIT, tested natively. The
+//! component is `hindsight-glue` (guest/glue), which wraps this crate for `wasm32-wasip2`.
 //!
-//! Layers, each using only those above it: `hindsight_types` (names, settings, the store and LLM
-//! protocols) → `text` → `record`, `task` → `embed`, `index`, `segment`, `lexical` →
-//! `filter`, `conflict`, `score`, `recall`, `prompt` → `bank` → `engine` → `wit_glue`.
+//! Layers, each using only those above it: `hindsight_types` (names, settings, errors, the store
+//! and LLM protocols) → `text` → `record`, `task` → `embed`, `index`, `segment`, `lexical` →
+//! `filter`, `defence`, `judge`, `score`, `prompt` → `bank` → `engine`.
 
 pub mod bank;
 pub mod defence;
 pub mod embed;
 pub mod engine;
-pub mod error;
 pub mod filter;
 pub mod fingerprint;
 pub mod index;
@@ -38,5 +37,5 @@ pub use hindsight_types::{
 
 pub use bank::{banks, recall_across, Bank, FORMAT_VERSION};
 pub use engine::Engine;
-pub use error::{Error, Result};
+pub use hindsight_types::{Error, Result};
 pub use record::Record;

@@ -7,7 +7,7 @@ use hindsight_types::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// A memory as the bank stores it (JSON under `m/<id>`): what the API shows, plus the state the
 /// engine keeps for decay and keyword context.

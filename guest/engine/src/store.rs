@@ -3,7 +3,7 @@
 
 pub use hindsight_types::store::{MemoryStore, Op, Store, StoreError};
 
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// Reads every key under `prefix`, page by page.
 pub fn scan_all(
@@ -19,7 +19,7 @@ pub fn scan_all(
         let mut last = None;
         for (key, value) in page {
             if !key.starts_with(prefix) {
-                return Err(Error::Store(format!("scan of {prefix:?} returned foreign key {key:?}")));
+                return Err(Error::store(format!("scan of {prefix:?} returned foreign key {key:?}")));
             }
             last = Some(key.clone());
             each(key, value)?;

@@ -6,8 +6,8 @@ use hindsight_types::time::{format_iso, Timestamp};
 use hindsight_types::{DistillMethod, NewTask, Outcome, StepKind, TaskState, TaskUpdate, ToolCall};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
 use crate::filter::asks_to_remember;
+use crate::{Error, Result};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
@@ -120,7 +120,7 @@ impl Task {
             return Err(Error::invalid("task", format!("{} has ended; it takes no more updates", self.id)));
         }
         if let Some(v) = expected_version.filter(|&v| v != self.version) {
-            return Err(Error::Stale(format!(
+            return Err(Error::Conflict(format!(
                 "task {} is at version {}, the update was made against {v}; reload and retry",
                 self.id, self.version
             )));
@@ -418,7 +418,7 @@ mod tests {
         let mut t = Task::new("t1".into(), &NewTask::new("goal"), 0).unwrap();
         t.apply(TaskUpdate::Note("a".into()), Some(1), 1, &limits()).unwrap();
         let err = t.apply(TaskUpdate::Note("b".into()), Some(1), 2, &limits()).unwrap_err();
-        assert!(matches!(&err, Error::Stale(m) if m.contains("at version 2")), "{err}");
+        assert!(matches!(&err, Error::Conflict(m) if m.contains("at version 2")), "{err}");
         assert_eq!(t.notes, vec!["a"]);
     }
 

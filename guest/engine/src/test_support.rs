@@ -7,8 +7,8 @@ use std::sync::Arc;
 use hindsight_types::{MemoryStore, Op, Store, StoreError};
 
 use crate::embed::{normalize, TextEmbedder};
-use crate::error::Result;
 use crate::fingerprint::fingerprint;
+use crate::Result;
 
 /// A deterministic bag-of-terms embedder (hashed lexical terms): texts sharing terms are close.
 /// It knows nothing of meaning.

@@ -329,16 +329,6 @@ impl wit::GuestBank for BankResource {
 
 impl From<Error> for types::Error {
     fn from(e: Error) -> Self {
-        match e {
-            Error::InvalidInput(f) => types::Error::InvalidInput(f.wit_into()),
-            Error::NotFound(m) => types::Error::NotFound(m),
-            Error::Store(m) => types::Error::Store(m),
-            Error::Model(m) => types::Error::Model(m),
-            Error::Limit(m) => types::Error::Limit(m),
-            Error::Corrupt(m) => types::Error::Corrupt(m),
-            Error::Llm(m) => types::Error::Llm(m),
-            Error::Stale(m) | Error::Conflict(m) => types::Error::Conflict(m),
-            Error::Unsupported(m) => types::Error::Unsupported(m),
-        }
+        e.wit_into()
     }
 }

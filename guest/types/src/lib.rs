@@ -15,6 +15,7 @@ mod ids;
 mod item;
 pub mod llm;
 mod names;
+pub mod openai;
 mod random;
 mod records;
 pub mod settings;
@@ -28,7 +29,7 @@ pub use audit::{
     Audit, AuditItem, Cascaded, Correction, Explanation, ExportPage, ImportReport, ListPage, ListQuery,
     RecallHit, RecallLogEntry, UseRecord,
 };
-pub use error::FieldError;
+pub use error::{Error, FieldError, Result};
 pub use ids::validate_bank_id;
 pub use item::{split_list, Memory, Scope};
 pub use llm::{Llm, LlmError, LlmRequest, LlmResponse, NoLlm};

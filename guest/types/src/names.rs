@@ -117,6 +117,7 @@ named!(
 
 named!(
     /// What a retained item became.
+    #[non_exhaustive]
     RetainAction {
         /// A new memory (`related`: one it conflicts with and stands beside, if any).
         Created = "created",
@@ -146,6 +147,7 @@ named!(
 
 named!(
     /// An event in a memory's history.
+    #[non_exhaustive]
     HistoryEvent {
         /// It was written.
         Created = "created",
@@ -160,6 +162,7 @@ named!(
 
 named!(
     /// What `maintain` did to a memory.
+    #[non_exhaustive]
     MaintainAction {
         /// Archived (stale, low confidence, expired or over capacity).
         Archived = "archived",
@@ -198,6 +201,7 @@ named!(
 
 named!(
     /// How a task's memories were made.
+    #[non_exhaustive]
     DistillMethod {
         /// One LLM call with a JSON schema, then verification.
         Llm = "llm",
@@ -211,6 +215,7 @@ named!(
 named!(
     /// What kind of failure an error is: one name for the engine, every host, the CLI's
     /// `--json` errors and the MCP tools.
+    #[non_exhaustive]
     ErrorKind {
         /// A field of the input is wrong.
         InvalidInput = "invalid-input",
@@ -270,6 +275,7 @@ pub trait Failure: std::fmt::Display {
 
 named!(
     /// What an LLM call is for; hosts may route each to its own model.
+    #[non_exhaustive]
     LlmOperation {
         /// Distilling a finished task into memories.
         Extract = "extract",
@@ -314,6 +320,7 @@ named!(
 
 named!(
     /// Something that happened to a memory after it was written, as `explain` lists it.
+    #[non_exhaustive]
     UseEvent {
         /// A verdict from the caller (`feedback`).
         Feedback = "feedback",

@@ -283,6 +283,45 @@ macro_rules! wit_map {
                 }
             }
         }
+
+        // The WIT's error cases are what the engine can return; the others are the host's own.
+        impl $crate::wit_map::WitInto<$crate::Error> for $t::Error {
+            fn wit_into(self) -> $crate::Error {
+                use $crate::Error as Ours;
+                match self {
+                    $t::Error::InvalidInput(f) => Ours::InvalidInput($crate::wit_map::WitInto::wit_into(f)),
+                    $t::Error::NotFound(m) => Ours::NotFound { what: m.what, id: m.id, message: m.message },
+                    $t::Error::Store(m) => Ours::Store($crate::StoreError::Failed(m)),
+                    $t::Error::Model(m) => Ours::Model(m),
+                    $t::Error::Limit(m) => Ours::Limit(m),
+                    $t::Error::Corrupt(m) => Ours::Corrupt(m),
+                    $t::Error::Llm(m) => Ours::Llm(m),
+                    $t::Error::Conflict(m) => Ours::Conflict(m),
+                    $t::Error::Unsupported(m) => Ours::Unsupported(m),
+                }
+            }
+        }
+        impl $crate::wit_map::WitInto<$t::Error> for $crate::Error {
+            fn wit_into(self) -> $t::Error {
+                use $crate::Error as Ours;
+                match self {
+                    Ours::InvalidInput(f) => $t::Error::InvalidInput($crate::wit_map::WitInto::wit_into(f)),
+                    Ours::NotFound { what, id, message } => $t::Error::NotFound($t::Missing { what, id, message }),
+                    Ours::Store($crate::StoreError::Conflict(key)) => {
+                        $t::Error::Conflict(format!("{key} changed since it was read"))
+                    }
+                    Ours::Store(e) => $t::Error::Store(e.to_string()),
+                    Ours::Model(m) => $t::Error::Model(m),
+                    Ours::Limit(m) => $t::Error::Limit(m),
+                    Ours::Corrupt(m) => $t::Error::Corrupt(m),
+                    Ours::Llm(m) => $t::Error::Llm(m),
+                    Ours::Conflict(m) => $t::Error::Conflict(m),
+                    Ours::Unsupported(m) => $t::Error::Unsupported(m),
+                    // Trap, Config and Denied are made by hosts; the engine never returns them.
+                    other => $t::Error::Unsupported(other.to_string()),
+                }
+            }
+        }
     };
 
     // A path fragment cannot be extended (`$wit::Case`) nor start a pattern: both go through a
@@ -297,9 +336,20 @@ macro_rules! wit_map {
         impl $crate::wit_map::WitInto<$wit> for $crate::$ours {
             fn wit_into(self) -> $wit {
                 type Wit = $wit;
-                match self { $($crate::$ours::$v => Wit::$v),+ }
+                // The enums that grow with the WIT are `#[non_exhaustive]` outside this crate, so
+                // the match needs a last arm; the assertion below proves the table names every
+                // case, so it is never taken.
+                #[allow(unreachable_patterns)]
+                match self {
+                    $($crate::$ours::$v => Wit::$v,)+
+                    _ => unreachable!(concat!(stringify!($ours), ": a case the WIT table lacks")),
+                }
             }
         }
+        const _: () = assert!(
+            <$crate::$ours as $crate::Named>::ALL.len() == [$(stringify!($v)),+].len(),
+            concat!("the WIT table does not name every case of ", stringify!($ours)),
+        );
     )+};
 
     (@variants $($wit:path => $ours:path { $($v:ident),+ $(,)? })+) => {$(

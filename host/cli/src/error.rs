@@ -59,9 +59,13 @@ impl fmt::Display for CliError {
 impl From<hindsight::Error> for CliError {
     fn from(e: hindsight::Error) -> Self {
         match e {
-            hindsight::Error::InvalidInput { item, field, message } => {
-                CliError { kind: "invalid-input", message, field: Some(field), item, line: None }
-            }
+            hindsight::Error::InvalidInput(f) => CliError {
+                kind: "invalid-input",
+                message: f.message,
+                field: Some(f.field),
+                item: f.item,
+                line: None,
+            },
             other => CliError::new(hindsight::types::Named::as_str(other.kind()), other.to_string()),
         }
     }

@@ -148,11 +148,11 @@ impl FileRetain {
                     self.advance(outcomes.len());
                     self.pending.clear();
                 }
-                Err(hindsight::Error::InvalidInput { item: Some(ix), field, message })
-                    if ix < self.pending.len() =>
+                Err(hindsight::Error::InvalidInput(f))
+                    if f.item.is_some_and(|ix| ix < self.pending.len()) =>
                 {
-                    let (line, _) = self.pending.remove(ix);
-                    self.reject(line, Some(&field), &message);
+                    let (line, _) = self.pending.remove(f.item.unwrap_or_default());
+                    self.reject(line, Some(&f.field), &f.message);
                 }
                 Err(e) => return Err(e.into()),
             }

@@ -106,9 +106,9 @@ pub fn reembed(g: &Global, to: &Path) -> CliResult<()> {
 
 /// An import error naming a line of the file (`line 12: …`) as the CLI reports lines: in `line`.
 fn at_line(e: hindsight::Error) -> CliError {
-    if let hindsight::Error::InvalidInput { field, message, .. } = &e {
-        if let Some(n) = field.strip_prefix("line ").and_then(|n| n.parse::<usize>().ok()) {
-            return CliError::new("invalid-input", message.clone()).at_line(n);
+    if let hindsight::Error::InvalidInput(f) = &e {
+        if let Some(n) = f.field.strip_prefix("line ").and_then(|n| n.parse::<usize>().ok()) {
+            return CliError::new("invalid-input", f.message.clone()).at_line(n);
         }
     }
     e.into()

@@ -7,10 +7,10 @@ use hindsight_types::{
     Stats, Step, TaskEnd, TaskState, TaskUpdate, Timestamp, Trajectory,
 };
 
-use crate::error::Result;
 use crate::hindsight::Hindsight;
 use crate::runtime::Worker;
 use crate::wit::{self, WitInto};
+use crate::Result;
 use hindsight_types::Right;
 
 /// One bank of memories. A cheap handle: clone it, or ask [`Hindsight::bank`] again.
@@ -404,12 +404,9 @@ impl Bank {
             Err(e) => {
                 let rolled_back = self.delete().is_ok();
                 return Err(match (rolled_back, e) {
-                    (true, crate::Error::InvalidInput { item, field, message }) => {
-                        crate::Error::InvalidInput {
-                            item,
-                            field,
-                            message: format!("{message} (nothing was imported: the bank is empty again)"),
-                        }
+                    (true, crate::Error::InvalidInput(mut f)) => {
+                        f.message.push_str(" (nothing was imported: the bank is empty again)");
+                        crate::Error::InvalidInput(f)
                     }
                     (_, e) => e,
                 });

@@ -8,12 +8,12 @@ use std::time::Duration;
 use hindsight_types::settings::Settings;
 use hindsight_types::{Llm, MemoryStore, Query, RecallResult, Store};
 
-use crate::error::{Error, Result};
 use crate::models::Models;
 use crate::pool::Pool;
 use crate::runtime::{Runtime, RuntimeConfig, Timings};
 use crate::usage::{self, LlmUsage, Metered};
 use crate::wit::{self, WitInto};
+use crate::{Error, Result};
 use hindsight_types::{Principal, Right};
 
 /// hindsight: the memory engine in its sandbox, over a store, with an optional language model.

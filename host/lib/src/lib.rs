@@ -42,7 +42,6 @@
 #![warn(missing_docs)]
 
 mod bank;
-mod error;
 mod hindsight;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod keys;
@@ -59,11 +58,11 @@ mod usage;
 mod wit;
 
 pub use bank::{Bank, Task};
-pub use error::{Error, Result};
 pub use hindsight::{Builder, Hindsight};
 pub use hindsight_types::defaults;
 pub use hindsight_types::settings::{self, Settings};
 pub use hindsight_types::time::{self, Timestamp};
+pub use hindsight_types::{Error, Result};
 pub use hindsight_types::{ErrorKind, Kind, Memory, Outcome, Query, Source, Step};
 pub use models::Models;
 

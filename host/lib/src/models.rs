@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use hindsight_types::defaults::{self, MODEL_FILE, TOKENIZER_FILE};
 
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// An embedding model and its tokenizer, as bytes.
 #[derive(Clone)]

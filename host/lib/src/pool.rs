@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 
-use crate::error::{Error, Result};
 use crate::runtime::{Runtime, Worker};
+use crate::{Error, Result};
 
 type Job = Box<dyn FnOnce(&mut Worker) + Send>;
 
@@ -201,7 +201,7 @@ mod tests {
         bad[13] = Memory::new("   ");
         let refused = bank.retain(bad).unwrap_err();
         assert!(
-            matches!(&refused, Error::InvalidInput { item: Some(13), field, .. } if field == "content"),
+            matches!(&refused, Error::InvalidInput(f) if f.item == Some(13) && f.field == "content"),
             "{refused:?}"
         );
         assert_eq!(bank.stats().unwrap().active, 40);

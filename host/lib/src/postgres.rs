@@ -12,8 +12,8 @@ use hindsight_types::{Op, Store, StoreError};
 use postgres::error::SqlState;
 use postgres::{Client, Config, NoTls};
 
-use crate::error::{Error, Result};
 use crate::keys::prefix_end;
+use crate::{Error, Result};
 
 /// The table layout this host writes, kept in `hindsight_meta`. 1: `hindsight_kv (key bytea,
 /// value bytea)`.
@@ -90,7 +90,7 @@ impl PostgresStore {
             pool: Mutex::new(Pool { idle: Vec::new(), open: 0, size: pool_size }),
             returned: Condvar::new(),
         };
-        store.set_up().map_err(|e| Error::Store(e.to_string()))?;
+        store.set_up().map_err(Error::store)?;
         Ok(store)
     }
 

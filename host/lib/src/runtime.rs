@@ -16,8 +16,8 @@ use wasmtime::component::{Component, HasSelf, Linker, ResourceAny, ResourceTable
 use wasmtime::{Config, Engine, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use crate::error::{Error, Result};
 use crate::wit::{guest, llm, store, types, Memory as World, WitInto};
+use crate::{Error, Result};
 
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 

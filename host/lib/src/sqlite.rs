@@ -8,8 +8,8 @@ use std::time::Duration;
 use hindsight_types::{Op, Store, StoreError};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use crate::error::{Error, Result};
 use crate::keys::prefix_end;
+use crate::{Error, Result};
 
 /// The file layout this host writes, kept in `PRAGMA user_version`. 0: hindsight 0.1 (a table
 /// that may still be WITHOUT ROWID); 1: the rowid `kv` table.
@@ -35,7 +35,7 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 fn failed(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
-    Error::Store(format!("{what} {}: {e}", path.display()))
+    Error::store(format!("{what} {}: {e}", path.display()))
 }
 
 impl SqliteStore {
@@ -87,7 +87,7 @@ impl SqliteStore {
         };
         let version = version(&conn).map_err(|e| failed(path, "reading", e))?;
         if version != SQLITE_FORMAT {
-            return Err(Error::Store(format!(
+            return Err(Error::store(format!(
                 "{} is read-only and in SQLite format {version}; this version needs {SQLITE_FORMAT} and cannot \
                  migrate a file it may not write",
                 path.display()

@@ -25,20 +25,6 @@ pub(crate) fn task_update(mut update: api::TaskUpdate, now: api::Timestamp) -> t
 
 impl From<types::Error> for crate::Error {
     fn from(e: types::Error) -> Self {
-        use crate::Error;
-        match e {
-            types::Error::InvalidInput(f) => {
-                let f: api::FieldError = f.wit_into();
-                Error::InvalidInput { item: f.item, field: f.field, message: f.message }
-            }
-            types::Error::NotFound(m) => Error::NotFound(m),
-            types::Error::Store(m) => Error::Store(m),
-            types::Error::Model(m) => Error::Model(m),
-            types::Error::Limit(m) => Error::Limit(m),
-            types::Error::Corrupt(m) => Error::Corrupt(m),
-            types::Error::Llm(m) => Error::Llm(m),
-            types::Error::Conflict(m) => Error::Conflict(m),
-            types::Error::Unsupported(m) => Error::Unsupported(m),
-        }
+        e.wit_into()
     }
 }

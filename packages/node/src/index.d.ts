@@ -90,13 +90,16 @@ export interface OpenOptions {
 
 /**
  * A WIT error (`kind`: invalid-input, not-found, store, model, limit, corrupt, llm, conflict, unsupported)
- * or a trap (`kind: 'trap'`). For invalid-input: the `field`, and the `item` of a batch.
+ * or a trap (`kind: 'trap'`). For invalid-input: the `field`, and the `item` of a batch; for
+ * not-found: `what` was missing (`memory`, `task`, `bank`) and its `id`.
  */
 export class HindsightError extends Error {
   readonly kind: wit.Error['tag'] | 'trap';
   readonly detail: string;
   readonly item?: number;
   readonly field?: string;
+  readonly what?: string;
+  readonly id?: string;
 }
 
 /** A malformed LLM setting; `field` names the option or environment variable. */

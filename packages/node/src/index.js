@@ -21,17 +21,25 @@ export { modelsDir } from './defaults.js';
  * For invalid-input, `field` names the field and `item` the batch index (when there was a batch).
  */
 export class HindsightError extends Error {
-  constructor(kind, message, { item, field } = {}) {
+  constructor(kind, message, { item, field, what, id } = {}) {
     super(`${kind}: ${message}`);
     this.name = 'HindsightError';
     this.kind = kind;
     this.detail = message;
     this.item = item;
     this.field = field;
+    this.what = what;
+    this.id = id;
   }
 
-  /** From a WIT `error` variant: invalid-input carries a `field-error` record. */
+  /**
+   * From a WIT `error` variant: invalid-input carries a `field-error` record, not-found a
+   * `missing` record (what and which id).
+   */
   static fromWit({ tag, val }) {
+    if (tag === 'not-found' && val && typeof val === 'object') {
+      return new HindsightError(tag, val.message, { what: val.what, id: val.id });
+    }
     if (tag === 'invalid-input' && val && typeof val === 'object') {
       const item = val.item === undefined || val.item === null ? undefined : Number(val.item);
       const where = item === undefined ? '' : `items[${item}].`;

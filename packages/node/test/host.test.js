@@ -45,7 +45,10 @@ test('engine errors are HindsightErrors with the WIT variant; nothing stored is 
   const hs = await Hindsight.open({ db: join(dir, 'errors.db'), llm: null });
   const bank = hs.bank('errors');
   const [kept] = bank.retain(['Run the integration tests with TZ=UTC'], { now: scenario.now });
-  assert.throws(() => bank.get('no-such-id'), (e) => e instanceof HindsightError && e.kind === 'not-found');
+  assert.throws(
+    () => bank.get('no-such-id'),
+    (e) => e instanceof HindsightError && e.kind === 'not-found' && e.what === 'memory' && e.id === 'no-such-id',
+  );
   assert.throws(
     () => bank.retain([{ content: '   ' }], { now: scenario.now }),
     (e) => e instanceof HindsightError && e.kind === 'invalid-input' && /content/.test(e.message),

@@ -184,7 +184,7 @@ def test_a_task_from_begin_to_distillation(hs):
     bank.delete_task(task.id)
     with pytest.raises(HindsightError) as e:
         bank.resume_task(task.id)
-    assert e.value.kind == "not-found"
+    assert e.value.kind == "not-found" and e.value.what == "task" and e.value.id == task.id, e.value
     with pytest.raises(HindsightError) as e:
         task.step("dance", "x")
     assert e.value.kind == "invalid-input" and e.value.field == "step.kind"

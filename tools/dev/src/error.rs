@@ -52,7 +52,7 @@ impl fmt::Display for CliError {
 impl From<hindsight::Error> for CliError {
     fn from(e: hindsight::Error) -> Self {
         match e {
-            hindsight::Error::InvalidInput { field, message, .. } => CliError::field(&field, message),
+            hindsight::Error::InvalidInput(f) => CliError::field(&f.field, f.message),
             other => CliError::new(hindsight::types::Named::as_str(other.kind()), other.to_string()),
         }
     }

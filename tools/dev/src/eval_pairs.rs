@@ -62,6 +62,7 @@ fn decision(action: RetainAction) -> &'static str {
         RetainAction::Reinforced | RetainAction::Merged => "duplicate",
         RetainAction::Created => "keep_both",
         RetainAction::Filtered => "filtered",
+        _ => "other",
     }
 }
 

@@ -12,10 +12,10 @@ use hindsight_types::{
 use serde::{Deserialize, Serialize};
 
 use super::Bank;
-use crate::error::{Error, Result};
 use crate::record::Record;
 use crate::store::{scan_all, Op};
 use crate::task::Task;
+use crate::{Error, Result};
 
 const LOG_BOUNDS_KEY: &str = "rlog";
 
@@ -285,7 +285,7 @@ impl Bank {
         let task = match meta("task") {
             Some(task_id) => match self.task(&task_id) {
                 Ok(task) => Some(task),
-                Err(Error::NotFound(_)) => None,
+                Err(Error::NotFound { .. }) => None,
                 Err(e) => return Err(e),
             },
             None => None,

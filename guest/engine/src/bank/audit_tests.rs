@@ -336,7 +336,7 @@ fn memories_written_during_a_reembed_are_embedded_by_the_next_run() {
     // Staged past the end; a memory that sorts before the run's position is missed by it.
     store.commit(vec![Op::Delete(format!("b/test/rv/{early}"))]).unwrap();
     let err = bank.switch_model("hash-16", 16, NOW).unwrap_err();
-    assert!(matches!(&err, Error::Stale(m) if m.contains("run reembed again")), "{err:?}");
+    assert!(matches!(&err, Error::Conflict(m) if m.contains("run reembed again")), "{err:?}");
     let again = bank.reembed_pending("hash-16", 16, 10).unwrap();
     assert_eq!(
         again.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),

@@ -9,9 +9,9 @@ use hindsight_types::{
 };
 
 use super::Bank;
-use crate::error::{Error, Result};
 use crate::record::Record;
 use crate::store::Op;
+use crate::{Error, Result};
 
 /// The most memories one `list` page holds.
 pub const MAX_LIST: u32 = 1000;

@@ -11,12 +11,13 @@ use hindsight_types::{
 };
 
 use super::Bank;
-use crate::error::{Error, Result};
 use crate::filter::{asks_to_remember, is_transient_failure, repeat_key};
 use crate::llm::{parse_json, LlmError, LlmRequest};
 use crate::record::{Record, TAG_CONSTRAINT, TAG_PREFERENCE, TAG_TRANSIENT};
+use crate::store::StoreError;
 use crate::store::{scan_all, Op};
 use crate::task::Task;
+use crate::{Error, Result};
 
 /// What the LLM is asked to return.
 #[derive(Debug, Deserialize)]
@@ -53,13 +54,13 @@ impl Bank {
         let bytes = self
             .store
             .get(&self.task_key(id))?
-            .ok_or_else(|| Error::NotFound(format!("no task {id:?} in bank {}", self.id)))?;
+            .ok_or_else(|| Error::not_found("task", id, format!("no task {id:?} in bank {}", self.id)))?;
         let task = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt(format!("task {id}: {e}")))?;
         Ok((task, bytes))
     }
 
     /// Saves a task if its record still holds `previous` (none: it must not exist yet), so two
-    /// writers never overwrite each other's update; `Error::Conflict` otherwise. Tasks are not
+    /// writers never overwrite each other's update; `StoreError::Conflict` otherwise. Tasks are not
     /// part of the recall index: no sequence bump, no reload elsewhere.
     fn save_task(&self, task: &Task, previous: Option<Vec<u8>>) -> Result<()> {
         let key = self.task_key(&task.id);
@@ -78,11 +79,11 @@ impl Bank {
             }
             match self.save_task(&task, Some(bytes)) {
                 Ok(()) => return Ok(task),
-                Err(Error::Conflict(_)) => continue,
+                Err(Error::Store(StoreError::Conflict(_))) => continue,
                 Err(e) => return Err(e),
             }
         }
-        Err(Error::Stale(format!("task {id}: other writers kept changing it first ({TRIES} tries)")))
+        Err(Error::Conflict(format!("task {id}: other writers kept changing it first ({TRIES} tries)")))
     }
 
     pub fn begin_task(&mut self, new: &NewTask, now: Timestamp) -> Result<TaskState> {
@@ -166,11 +167,11 @@ impl Bank {
         for _ in 0..8 {
             let (_, bytes) = self.load_task(id)?;
             match self.store.commit(vec![Op::Expect(key.clone(), Some(bytes)), Op::Delete(key.clone())]) {
-                Err(crate::store::StoreError::Conflict(_)) => continue,
+                Err(StoreError::Conflict(_)) => continue,
                 other => return Ok(other?),
             }
         }
-        Err(Error::Stale(format!("task {id}: other writers kept changing it first")))
+        Err(Error::Conflict(format!("task {id}: other writers kept changing it first")))
     }
 
     /// The ops that replace, in every task of the bank, each text holding one of `erased`'s

@@ -8,7 +8,6 @@ use hindsight_types::time::DAY_MS;
 use hindsight_types::*;
 
 use super::test_support::*;
-use super::*;
 use crate::llm::{LlmError, NoLlm};
 use crate::store::MemoryStore;
 use hindsight_types::Query;
@@ -140,7 +139,7 @@ fn finding_04_hard_forget_scrubs_the_task_it_came_from_and_a_task_can_be_erased(
     assert!(scrubbed.steps[0].text.starts_with("[erased"), "{scrubbed:?}");
 
     bank.delete_task(&task).unwrap();
-    assert!(matches!(bank.stored_task(&task), Err(Error::NotFound(_))));
+    assert!(matches!(bank.stored_task(&task), Err(Error::NotFound { .. })));
     assert!(!store.contains_bytes(task.as_bytes()));
 }
 

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
 use super::Bank;
-use crate::error::{Error, Result};
 use crate::index::near_duplicate_pairs;
+use crate::{Error, Result};
 use hindsight_types::time::{Timestamp, DAY_MS};
 use hindsight_types::{
     FeedbackOutcome, HistoryEntry, HistoryEvent, Kind, MaintainAction, MaintainReport, MaintainStep,

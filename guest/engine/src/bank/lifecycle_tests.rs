@@ -8,7 +8,6 @@ use hindsight_types::time::DAY_MS;
 use hindsight_types::*;
 
 use super::test_support::*;
-use super::*;
 use crate::llm::NoLlm;
 use crate::store::MemoryStore;
 use hindsight_types::Query;
@@ -219,7 +218,7 @@ fn feedback_moves_confidence_by_outcome() {
     let m = bank.feedback(&ids[2..3], FeedbackOutcome::Correction, later).unwrap().remove(0);
     assert_eq!(m.confidence, 0.4);
     let err = bank.feedback(&[ids[0].clone(), "nope".into()], FeedbackOutcome::Failure, later).unwrap_err();
-    assert!(matches!(err, Error::NotFound(_)));
+    assert!(matches!(err, Error::NotFound { .. }));
     assert_eq!(bank.record(&ids[0]).unwrap().confidence, 0.95, "a failed call changes nothing");
     assert_eq!(open(&store).record(&ids[2]).unwrap().confidence, 0.4, "committed");
 }

@@ -26,11 +26,11 @@ pub use hindsight_types::{RetainAction, RetainOutcome, Stats};
 use serde::{Deserialize, Serialize};
 
 use crate::embed::TextEmbedder;
-use crate::error::{Error, Result};
 use crate::llm::Llm;
 use crate::record::Record;
 use crate::segment::Segment;
 use crate::store::{scan_all, Op, Store, StoreError};
+use crate::{Error, Result};
 pub use recall::recall_across;
 use state::State;
 
@@ -309,7 +309,8 @@ impl Bank {
     /// Reloading costs more than another writer's whole commit, so a writer that lost once could
     /// lose every time: it then takes the bank's turn (see [`Turn`]), which the others wait for.
     fn transact<T>(&mut self, mut op: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
-        const TRIES: usize = 8;
+        // Each try but a turn holder's can lose to one other writer: enough for a crowd.
+        const TRIES: usize = 16;
         let mut turn: Option<Turn> = None;
         let mut result = None;
         for attempt in 1..=TRIES {
@@ -319,14 +320,14 @@ impl Bank {
             }
             let outcome = self.sync().and_then(|()| op(self));
             match outcome {
-                Err(Error::Conflict(m)) if attempt == TRIES => {
-                    result = Some(Err(Error::Stale(format!(
-                        "{m}: other writers kept committing first ({TRIES} tries)"
+                Err(Error::Store(StoreError::Conflict(key))) if attempt == TRIES => {
+                    result = Some(Err(Error::Conflict(format!(
+                        "{key} changed since it was read: other writers kept committing first ({TRIES} tries)"
                     ))));
                 }
-                Err(Error::Conflict(_)) => {
+                Err(Error::Store(StoreError::Conflict(_))) => {
                     if turn.is_none() {
-                        turn = Some(self.take_turn()?);
+                        turn = self.take_turn()?;
                     }
                     continue;
                 }
@@ -360,12 +361,23 @@ impl Bank {
         }
     }
 
-    fn take_turn(&mut self) -> Result<Turn> {
+    /// Takes the bank's turn, unless another writer holds a live one or takes it first: then
+    /// `None`, and this writer waits for theirs. Two losers overwriting each other's turn would
+    /// each think it held one, and race again.
+    fn take_turn(&mut self) -> Result<Option<Turn>> {
+        let key = self.key(TURN_KEY);
+        let held = self.store.get(&key)?;
+        let now = hindsight_types::time::now();
+        if held.as_deref().and_then(Turn::from_bytes).is_some_and(|t| t.until > now) {
+            return Ok(None);
+        }
         self.ids_made += 1;
-        let holder = hindsight_types::random_u64(self.ids_made);
-        let turn = Turn { holder, until: hindsight_types::time::now() + Turn::LASTS_MS };
-        self.store.commit(vec![Op::Put(self.key(TURN_KEY), turn.to_bytes())])?;
-        Ok(turn)
+        let turn = Turn { holder: hindsight_types::random_u64(self.ids_made), until: now + Turn::LASTS_MS };
+        match self.store.commit(vec![Op::Expect(key.clone(), held), Op::Put(key, turn.to_bytes())]) {
+            Ok(()) => Ok(Some(turn)),
+            Err(StoreError::Conflict(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Commits `ops` plus the bumped sequence number, if the stored sequence is still the one
@@ -469,7 +481,7 @@ impl Bank {
     }
 
     fn not_found(&self, id: &str) -> Error {
-        Error::NotFound(format!("no memory {id:?} in bank {}", self.id))
+        Error::not_found("memory", id, format!("no memory {id:?} in bank {}", self.id))
     }
 
     /// Soft: the memory is archived (kept, restorable, never recalled). Hard: the record and its
@@ -500,7 +512,7 @@ impl Bank {
         // A store that keeps old values beside its data (a log) drops them now. The memory is
         // gone either way; the error says so, since forgetting it again finds nothing.
         self.store.checkpoint().map_err(|e| {
-            Error::Store(format!(
+            Error::store(format!(
                 "memory {id} is forgotten, but the store kept its old bytes: {e}; they go at its next \
                  compaction (or the next hard forget)"
             ))

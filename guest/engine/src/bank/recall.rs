@@ -6,11 +6,11 @@ use hindsight_types::time::{Timestamp, DAY_MS};
 use hindsight_types::{Query, RecallHit, RecallLogEntry, RecallResult, Recalled, ScopeLevel, Status};
 
 use super::{checked_vector, Bank};
-use crate::error::{Error, Result};
 use crate::prompt;
 use crate::record::Record;
 use crate::score::{self, Bounds, Evidence, Score};
 use crate::store::{Op, StoreError};
+use crate::{Error, Result};
 
 impl Bank {
     /// The memories that matter for `q`, at `q.now` (the wall clock when unset).

@@ -7,11 +7,11 @@ use serde::Deserialize;
 
 use super::judging::{Candidate, LlmVerdicts, Relation};
 use super::{checked_vector, Bank, RetainAction, RetainOutcome};
-use crate::error::{Error, Result};
 use crate::filter::{self, KeepReason, Verdict};
 use crate::llm::{parse_json, LlmError, LlmOperation, LlmRequest};
 use crate::record::{Record, TAG_CONSTRAINT, TAG_PREFERENCE};
 use crate::store::Op;
+use crate::{Error, Result};
 use hindsight_types::time::Timestamp;
 use hindsight_types::{Memory, Source, Status};
 

@@ -123,8 +123,8 @@ fn hard_forget_erases_every_byte() {
     reopened.stats().unwrap();
     assert_eq!(reopened.state.lexical.unsaved(), 0, "and restores them all");
     assert!(!store.contains_bytes(ids[0].as_bytes()));
-    assert!(matches!(bank.record(&ids[0]), Err(Error::NotFound(_))));
-    assert!(matches!(bank.restore(&ids[0], NOW), Err(Error::NotFound(_))));
+    assert!(matches!(bank.record(&ids[0]), Err(Error::NotFound { .. })));
+    assert!(matches!(bank.restore(&ids[0], NOW), Err(Error::NotFound { .. })));
     let result = bank.recall(query("read_csv utf-8-sig")).unwrap();
     assert!(!texts(&result).iter().any(|t| t.contains("read_csv")));
     assert_eq!(open(&store).stats().unwrap().total, 2);
@@ -257,8 +257,8 @@ fn banks_sharing_a_store_do_not_see_each_other() {
     )
     .unwrap();
     assert!(b.recall(query("PostgreSQL")).unwrap().items.is_empty());
-    assert!(matches!(b.record(&ids[0]), Err(Error::NotFound(_))));
-    assert!(matches!(b.erase(&ids[0], NOW), Err(Error::NotFound(_))));
+    assert!(matches!(b.record(&ids[0]), Err(Error::NotFound { .. })));
+    assert!(matches!(b.erase(&ids[0], NOW), Err(Error::NotFound { .. })));
     assert_eq!(a.stats().unwrap().active, 3);
 }
 
@@ -426,6 +426,19 @@ fn a_writer_that_lost_a_commit_takes_the_turn_and_releases_it() {
     let turn = Turn::from_bytes(&store.get("b/test/turn").unwrap().expect("B took the turn")).unwrap();
     assert_eq!(turn.until, 0, "and released it once its commit landed");
     assert_eq!(open(&store).stats().unwrap().total, 3);
+}
+
+#[test]
+fn a_loser_does_not_take_a_turn_another_writer_holds() {
+    let store = Arc::new(MemoryStore::new());
+    let theirs = Turn { holder: 7, until: hindsight_types::time::now() + 60_000 };
+    store.commit(vec![Op::Put("b/test/turn".into(), theirs.to_bytes())]).unwrap();
+    let mut bank = open(&store);
+    assert_eq!(bank.take_turn().unwrap(), None);
+    assert_eq!(Turn::from_bytes(&store.get("b/test/turn").unwrap().unwrap()), Some(theirs), "theirs stands");
+    store.commit(vec![Op::Put("b/test/turn".into(), Turn { until: 0, ..theirs }.to_bytes())]).unwrap();
+    let ours = bank.take_turn().unwrap().expect("a lapsed turn is free");
+    assert_eq!(Turn::from_bytes(&store.get("b/test/turn").unwrap().unwrap()), Some(ours));
 }
 
 #[test]
@@ -619,7 +632,7 @@ fn two_instances_updating_one_task_lose_neither_update() {
     assert_eq!(task.version, 3);
     // An update made against a version that is no longer current is refused as a conflict.
     let err = b.update_task(&id, TaskUpdate::Note("late".into()), Some(2), NOW).unwrap_err();
-    assert!(matches!(err, Error::Stale(_)), "{err}");
+    assert!(matches!(err, Error::Conflict(_)), "{err}");
     assert_eq!(open(&store).stored_task(&id).unwrap().notes.len(), 2);
 }
 

@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{decode_vector, encode_vector, Bank};
-use crate::error::{Error, Result};
 use crate::record::Record;
 use crate::store::{scan_all, Op};
 use crate::task::Task;
+use crate::{Error, Result};
 
 /// The export format's version (the header's `hindsight_export`).
 pub const EXPORT_VERSION: u32 = 1;
@@ -525,7 +525,7 @@ impl Bank {
                 let mut run = bank.reembedding()?.unwrap_or_default();
                 run.missing = missing;
                 bank.store.commit(vec![Op::Put(bank.key(REEMBED_KEY), serde_json::to_vec(&run).expect("serialises"))])?;
-                return Err(Error::Stale(format!(
+                return Err(Error::Conflict(format!(
                     "{n} memories were written during the reembed and have no vector from {model} yet: run reembed again"
                 )));
             }
@@ -549,7 +549,7 @@ impl Bank {
     /// Seals every buffered vector into an index segment and saves the keyword index (after an
     /// import or a model switch); returns how many vectors were sealed.
     fn not_found_bank(&self) -> Error {
-        Error::NotFound(format!("bank {} holds nothing", self.id))
+        Error::not_found("bank", &self.id, format!("bank {} holds nothing", self.id))
     }
 
     /// Ends an import on this instance, if one was under way.

@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::TextEmbedder;
-use crate::error::Result;
+use crate::Result;
 
 /// An embedder whose [`TextEmbedder::embed_query`] answers repeated texts from memory, dropping
 /// the least recently used entry when full. Documents (retain's batches) are never cached: each

@@ -7,7 +7,7 @@ mod onnx;
 pub use cache::QueryCached;
 pub use onnx::{gather_before_dequantize, Embedder, MAX_TOKENS};
 
-use crate::error::Result;
+use crate::Result;
 
 /// What the bank needs from an embedding model.
 pub trait TextEmbedder {

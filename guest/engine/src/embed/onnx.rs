@@ -8,7 +8,7 @@ use tract_onnx::pb;
 use tract_onnx::prelude::*;
 
 use super::normalize;
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// BERT's learned position table: nothing longer fits.
 pub const MAX_TOKENS: usize = 512;

@@ -152,7 +152,7 @@ fn from_loopback_name(request: &Request) -> bool {
 fn engine_error(e: hindsight::Error) -> Response {
     let status = match &e {
         hindsight::Error::Denied(_) => StatusCode::FORBIDDEN,
-        hindsight::Error::NotFound(_) => StatusCode::NOT_FOUND,
+        hindsight::Error::NotFound { .. } => StatusCode::NOT_FOUND,
         _ => StatusCode::BAD_REQUEST,
     };
     error(status, &e.to_string())
