@@ -138,6 +138,8 @@ fn a_database_written_by_hindsight_0_1_is_migrated_once_and_recalled() {
             (stats.format_version, stats.total, stats.active, stats.superseded),
             (FORMAT_VERSION, 8, 7, 1)
         );
+        // The default model runs on the engine's own encoder inside the component, not tract.
+        assert_eq!(stats.inference, "encoder");
         let hits =
             agent.recall(query("which encoding does pandas.read_csv need for the vendor's CSV", 1)).unwrap();
         assert!(hits.items[0].memory.content.contains("utf-8-sig"), "{:?}", hits.items[0].memory.content);

@@ -20,6 +20,9 @@ impl TextEmbedder for HashEmbedder {
     fn model_id(&self) -> &str {
         "hash-test-embedder"
     }
+    fn inference(&self) -> &str {
+        "test"
+    }
     fn dimension(&self) -> usize {
         self.dimension
     }

@@ -54,3 +54,73 @@ fn the_rewrite_moves_the_word_table_gather_before_dequantisation() {
     });
     assert!(!table_read_whole, "the int8 word table is still dequantised whole");
 }
+
+#[test]
+fn the_encoder_runs_the_default_model_and_agrees_with_tract() {
+    use hindsight_engine::embed::InferencePath;
+    let (model, tokenizer) = load();
+    let ours = Embedder::load(&model, &tokenizer).unwrap();
+    assert_eq!(ours.path(), InferencePath::Encoder, "fell back: {:?}", ours.fallback_reason());
+    let tract = Embedder::load_on(&model, &tokenizer, InferencePath::Tract).unwrap();
+    assert_eq!(tract.path(), InferencePath::Tract);
+    let texts = [
+        "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+        "ok",
+        "The deploy failed because the migration locked the users table for eleven minutes; \
+         running it with CONCURRENTLY fixed it, and the user wants every migration reviewed \
+         for locks before it ships to production again next quarter.",
+        "用户喜欢用 PostgreSQL",
+        "",
+    ];
+    let a = ours.embed_batch(&texts).unwrap();
+    let b = tract.embed_batch(&texts).unwrap();
+    for ((x, y), t) in a.iter().zip(&b).zip(texts) {
+        let c = dot(x, y);
+        assert!(c >= 0.995, "cosine {c} on {t:?}");
+    }
+}
+
+/// The second model (an f32 export with another graph layout): `./dev test` fetches it and names
+/// its directory in HINDSIGHT_TEST_MODELS_L3.
+#[test]
+fn the_encoder_runs_the_l3_model_and_agrees_with_tract() {
+    use hindsight_engine::embed::InferencePath;
+    let Ok(dir) = std::env::var("HINDSIGHT_TEST_MODELS_L3") else {
+        eprintln!("skipped: HINDSIGHT_TEST_MODELS_L3 names no directory with the second model");
+        return;
+    };
+    let dir = std::path::Path::new(&dir);
+    let model = std::fs::read(dir.join(MODEL_FILE)).unwrap();
+    let tokenizer = std::fs::read(dir.join(TOKENIZER_FILE)).unwrap();
+    let ours = Embedder::load(&model, &tokenizer).unwrap();
+    assert_eq!(ours.path(), InferencePath::Encoder, "fell back: {:?}", ours.fallback_reason());
+    let tract = Embedder::load_on(&model, &tokenizer, InferencePath::Tract).unwrap();
+    let texts = ["Melanie: we went camping at the lake with the kids", "用户喜欢用 PostgreSQL", "x"];
+    for (x, y) in ours.embed_batch(&texts).unwrap().iter().zip(&tract.embed_batch(&texts).unwrap()) {
+        assert!(dot(x, y) >= 0.995, "cosine {}", dot(x, y));
+    }
+}
+
+#[test]
+fn a_graph_the_encoder_does_not_know_runs_on_tract_and_says_why() {
+    use hindsight_engine::embed::InferencePath;
+    let (model, tokenizer) = load();
+    // Renaming the word table (same length, so the protobuf stays valid) hides the BERT layout
+    // from the encoder; tract does not care about names.
+    let (old, new) = (&b"word_embeddings"[..], &b"word_embeddingX"[..]);
+    let mut bytes = model.clone();
+    let mut i = 0;
+    while let Some(at) = bytes[i..].windows(old.len()).position(|w| w == old) {
+        bytes[i + at..i + at + old.len()].copy_from_slice(new);
+        i += at + old.len();
+    }
+    let embedder = Embedder::load(&bytes, &tokenizer).unwrap();
+    assert_eq!(embedder.path(), InferencePath::Tract);
+    assert!(
+        embedder.fallback_reason().unwrap().contains("word_embeddings"),
+        "{:?}",
+        embedder.fallback_reason()
+    );
+    let v = embedder.embed("still embeds").unwrap();
+    assert!((dot(&v, &v) - 1.0).abs() < 1e-4);
+}

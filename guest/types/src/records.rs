@@ -440,6 +440,8 @@ pub struct Stats {
     pub embedding_model: String,
     /// Its vectors' dimension.
     pub dimension: u32,
+    /// Which code computes the model's vectors: `encoder` (the engine's own) or `tract`.
+    pub inference: String,
     /// The bank's commit sequence number.
     pub sequence: u64,
     /// The version of the stored format the bank is in.
@@ -459,6 +461,7 @@ impl Serialize for Stats {
             active_by_kind: std::collections::BTreeMap<&'static str, u32>,
             embedding_model: &'a str,
             dimension: u32,
+            inference: &'a str,
             sequence: u64,
             format_version: u32,
         }
@@ -473,6 +476,7 @@ impl Serialize for Stats {
             active_by_kind: self.active_by_kind.iter().map(|(k, n)| (k.as_str(), *n)).collect(),
             embedding_model: &self.embedding_model,
             dimension: self.dimension,
+            inference: &self.inference,
             sequence: self.sequence,
             format_version: self.format_version,
         }

@@ -115,7 +115,7 @@ macro_rules! wit_map {
             $t::Recalled => Recalled { memory, score, conflicting, possibly_stale, in_prompt, bank, handle }
             $t::Stats => Stats {
                 bank, total, active, archived, superseded, merged, active_by_kind, embedding_model,
-                dimension, sequence, format_version
+                dimension, inference, sequence, format_version
             }
             $t::HistoryEntry => HistoryEntry { at, event, memory, other }
             $t::MaintainStep => MaintainStep { id, action, into, reason }

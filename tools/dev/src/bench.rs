@@ -288,7 +288,7 @@ fn text_bench(
 }
 
 /// `--texts`: JSON lines with a "text" or "content" string.
-fn read_texts(path: &Path) -> CliResult<Vec<String>> {
+pub fn read_texts(path: &Path) -> CliResult<Vec<String>> {
     let bytes = crate::read_input(path)?;
     let mut texts = Vec::new();
     for (i, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
@@ -579,6 +579,9 @@ mod native {
         }
         fn dimension(&self) -> usize {
             self.dim
+        }
+        fn inference(&self) -> &str {
+            "none"
         }
         fn embed_batch(&self, _: &[&str]) -> hindsight_engine::Result<Vec<Vec<f32>>> {
             Err(hindsight_engine::Error::Model("this bench bank takes vectors only".into()))

@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 use hindsight::{Hindsight, Models};
 
 mod bench;
+mod encoder;
 mod error;
 mod eval;
 mod eval_pairs;
@@ -20,7 +21,7 @@ mod peer;
 use error::{CliError, CliResult};
 
 #[derive(Parser)]
-#[command(name = "hindsight-dev", about = "hindsight's developer tools: bench and eval")]
+#[command(name = "hindsight-dev", about = "hindsight's developer tools: bench, eval and encoder")]
 struct Cli {
     #[command(flatten)]
     global: Global,
@@ -65,6 +66,15 @@ enum Command {
     /// Retrieval recall@k on LoCoMo-style turns and questions (JSONL), or write decisions on
     /// labelled pairs (--pairs).
     Eval(EvalArgs),
+    /// The engine's encoder beside tract on the same texts: cosine min / p1 / mean, speed natively.
+    Encoder(EncoderArgs),
+}
+
+#[derive(Args)]
+pub struct EncoderArgs {
+    /// Texts: JSON lines with a "text" (or "content") field, LoCoMo's turns.jsonl for one.
+    #[arg(long, value_name = "FILE")]
+    pub texts: PathBuf,
 }
 
 #[derive(Args)]
@@ -115,6 +125,7 @@ fn main() -> ExitCode {
             Some(pairs) => builder(&g, Some(1)).and_then(|b| eval_pairs::run(&g, b, pairs)),
             None => settings(&g).and_then(|s| eval::run(&g, builder(&g, None)?, &s, &args)),
         },
+        Command::Encoder(args) => encoder::run(&g, &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -749,6 +749,7 @@ impl Bank {
             active_by_kind: Kind::ALL.iter().map(|k| (*k, 0)).collect(),
             embedding_model: self.embedder.model_id().to_string(),
             dimension: self.embedder.dimension() as u32,
+            inference: self.embedder.inference().to_string(),
             sequence: self.state.applied,
             format_version: self.state.format_version,
         };

@@ -36,6 +36,10 @@ impl<E: TextEmbedder> TextEmbedder for QueryCached<E> {
         self.inner.model_id()
     }
 
+    fn inference(&self) -> &str {
+        self.inner.inference()
+    }
+
     fn dimension(&self) -> usize {
         self.inner.dimension()
     }
@@ -86,6 +90,9 @@ mod tests {
     impl TextEmbedder for Counting {
         fn model_id(&self) -> &str {
             "counting"
+        }
+        fn inference(&self) -> &str {
+            "test"
         }
         fn dimension(&self) -> usize {
             2

@@ -2,10 +2,12 @@
 //! and the ONNX encoder run by tract inside the sandbox.
 
 mod cache;
+mod encoder;
+mod kernels;
 mod onnx;
 
 pub use cache::QueryCached;
-pub use onnx::{gather_before_dequantize, Embedder, MAX_TOKENS};
+pub use onnx::{gather_before_dequantize, Embedder, InferencePath, MAX_TOKENS};
 
 use crate::Result;
 
@@ -13,6 +15,8 @@ use crate::Result;
 pub trait TextEmbedder {
     fn model_id(&self) -> &str;
     fn dimension(&self) -> usize;
+    /// Which code computes the vectors: `encoder` or `tract` for the ONNX model.
+    fn inference(&self) -> &str;
     /// Unit-length vectors, one per text.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
     /// A recall's query in bank `bank` (an embedder may answer a repeated one from a cache

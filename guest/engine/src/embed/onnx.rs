@@ -1,5 +1,6 @@
-//! Sentence embeddings inside the sandbox: tokenizer.json + an ONNX BERT-style encoder run by
-//! tract, mean-pooled over real tokens and L2-normalised.
+//! Sentence embeddings inside the sandbox: tokenizer.json + an ONNX BERT-style model, mean-pooled
+//! over real tokens and L2-normalised. The model runs on the engine's own encoder when its graph
+//! is a BERT one the encoder recognises and agrees with tract on a probe; otherwise on tract.
 
 use std::sync::Arc;
 
@@ -7,6 +8,7 @@ use tokenizers::{Tokenizer, TruncationParams};
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 
+use super::encoder::Encoder;
 use super::normalize;
 use crate::{Error, Result};
 
@@ -20,12 +22,49 @@ type Plan = Arc<TypedRunnableModel>;
 
 pub struct Embedder {
     tokenizer: Tokenizer,
-    plan: Plan,
+    runner: Runner,
     dimension: usize,
     model_id: String,
-    /// Which of input_ids / attention_mask / token_type_ids the model takes, in its input order.
-    inputs: Vec<InputKind>,
+    /// Why the encoder does not run this model, when it does not.
+    fallback_reason: Option<String>,
 }
+
+enum Runner {
+    Encoder(Box<Encoder>),
+    Tract {
+        plan: Plan,
+        /// Which of input_ids / attention_mask / token_type_ids the model takes, in its input order.
+        inputs: Vec<InputKind>,
+    },
+}
+
+/// Which code computes a model's embeddings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InferencePath {
+    /// The engine's BERT encoder (`embed::kernels`).
+    Encoder,
+    /// tract, for graphs the encoder does not recognise.
+    Tract,
+}
+
+impl InferencePath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InferencePath::Encoder => "encoder",
+            InferencePath::Tract => "tract",
+        }
+    }
+}
+
+/// Texts the encoder must reproduce tract's vectors on before it is trusted with a model.
+const PROBES: [&str; 3] = [
+    "dimension probe",
+    "The user prefers PostgreSQL for new services, and said so twice in March.",
+    "修复中文 CSV 导出的编码问题",
+];
+
+/// The least cosine to tract's vector on every probe.
+const PROBE_AGREEMENT: f32 = 0.999;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum InputKind {
@@ -35,7 +74,14 @@ enum InputKind {
 }
 
 impl Embedder {
+    /// Loads a model on the encoder when it runs it faithfully, else on tract.
     pub fn load(model: &[u8], tokenizer: &[u8]) -> Result<Embedder> {
+        Embedder::load_on(model, tokenizer, InferencePath::Encoder)
+    }
+
+    /// Loads a model on `wanted`; `Encoder` falls back to tract (and says why) when the encoder
+    /// does not recognise the graph or disagrees with tract on the probes.
+    pub fn load_on(model: &[u8], tokenizer: &[u8], wanted: InferencePath) -> Result<Embedder> {
         let mut tokenizer = Tokenizer::from_bytes(tokenizer)
             .map_err(|e| Error::Model(format!("tokenizer.json could not be read: {e}")))?;
         // Padded positions would be averaged into the sentence vector; the shipped file also
@@ -52,6 +98,10 @@ impl Embedder {
             .proto_model_for_read(&mut &model[..])
             .map_err(|e| Error::Model(format!("model.onnx could not be parsed: {e}")))?;
         let model_id = model_id(model);
+        let encoder = match wanted {
+            InferencePath::Encoder => Encoder::from_onnx(&proto),
+            InferencePath::Tract => Err("tract was asked for".to_string()),
+        };
         gather_before_dequantize(&mut proto);
 
         let graph = proto.graph.as_ref().ok_or_else(|| Error::Model("model.onnx has no graph".into()))?;
@@ -75,9 +125,50 @@ impl Embedder {
             .map_err(|e| Error::Model(format!("model could not be optimised: {e:#}")))?;
         let plan =
             typed.into_runnable().map_err(|e| Error::Model(format!("model could not be planned: {e}")))?;
-        let mut embedder = Embedder { tokenizer, plan, dimension: 0, model_id, inputs };
-        embedder.dimension = embedder.embed_batch(&["dimension probe"])?[0].len();
+        let mut embedder = Embedder {
+            tokenizer,
+            runner: Runner::Tract { plan, inputs },
+            dimension: 0,
+            model_id,
+            fallback_reason: None,
+        };
+        let reference = embedder.embed_batch(&PROBES)?;
+        embedder.dimension = reference[0].len();
+        match encoder {
+            Ok(encoder) => {
+                let tract = std::mem::replace(&mut embedder.runner, Runner::Encoder(Box::new(encoder)));
+                let agreement = embedder.embed_batch(&PROBES).map(|ours| {
+                    ours.iter()
+                        .zip(&reference)
+                        .map(|(a, b)| super::kernels::dot(a, b))
+                        .fold(f32::INFINITY, f32::min)
+                });
+                let reason = match agreement {
+                    Ok(c) if c >= PROBE_AGREEMENT => None,
+                    Ok(c) => Some(format!("the encoder's vectors differ from tract's (cosine {c:.4})")),
+                    Err(e) => Some(format!("the encoder failed on a probe: {e}")),
+                };
+                if let Some(reason) = reason {
+                    embedder.runner = tract;
+                    embedder.fallback_reason = Some(reason);
+                }
+            }
+            Err(reason) => embedder.fallback_reason = Some(reason),
+        }
         Ok(embedder)
+    }
+
+    /// Which code computes this model's embeddings.
+    pub fn path(&self) -> InferencePath {
+        match self.runner {
+            Runner::Encoder(_) => InferencePath::Encoder,
+            Runner::Tract { .. } => InferencePath::Tract,
+        }
+    }
+
+    /// Why the model runs on tract, when it does.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback_reason.as_deref()
     }
 
     pub fn dimension(&self) -> usize {
@@ -104,6 +195,17 @@ impl Embedder {
             .map(|t| self.tokenizer.encode(*t, true))
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
+        let (plan, model_inputs) = match &self.runner {
+            Runner::Encoder(encoder) => {
+                let sequences: Vec<(&[u32], &[u32])> =
+                    encodings.iter().map(|e| (e.get_ids(), e.get_type_ids())).collect();
+                let mut pooled =
+                    encoder.pooled(&sequences).map_err(|e| Error::Model(format!("encoder: {e}")))?;
+                pooled.iter_mut().for_each(|v| normalize(v));
+                return Ok(pooled);
+            }
+            Runner::Tract { plan, inputs } => (plan, inputs),
+        };
         let rows = encodings.len();
         let width = encodings.iter().map(|e| e.get_ids().len()).max().unwrap_or(0).max(1);
         let mut ids = vec![0i64; rows * width];
@@ -122,8 +224,7 @@ impl Embedder {
                 .into_tensor()
                 .into())
         };
-        let inputs: TVec<TValue> = self
-            .inputs
+        let inputs: TVec<TValue> = model_inputs
             .iter()
             .map(|kind| match kind {
                 InputKind::Ids => tensor(&ids),
@@ -131,7 +232,7 @@ impl Embedder {
                 InputKind::TypeIds => tensor(&type_ids),
             })
             .collect::<Result<_>>()?;
-        let outputs = self.plan.run(inputs).map_err(|e| Error::Model(format!("model run: {e}")))?;
+        let outputs = plan.run(inputs).map_err(|e| Error::Model(format!("model run: {e}")))?;
         // The token embeddings: the first [rows, width, d] float output (exports differ in what
         // else they return, and in what order: the ids, the mask, a pooled vector).
         let hidden = outputs
@@ -313,6 +414,9 @@ impl super::TextEmbedder for Embedder {
     }
     fn dimension(&self) -> usize {
         Embedder::dimension(self)
+    }
+    fn inference(&self) -> &str {
+        self.path().as_str()
     }
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         // A model run pads every text to the longest: run texts of similar length together.

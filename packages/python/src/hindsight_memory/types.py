@@ -181,6 +181,8 @@ class Stats(_Data):
     active_by_kind: List[Tuple[str, int]]
     embedding_model: str
     dimension: int
+    #: Which code computes the model's vectors: "encoder" or "tract".
+    inference: str
     sequence: int
     format_version: int
 
