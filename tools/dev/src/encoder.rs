@@ -3,33 +3,30 @@
 
 use std::time::Instant;
 
-use hindsight_engine::embed::{Embedder, InferencePath};
+use hindsight_engine::embed::{Embedder, InferencePath, TextEmbedder};
+use hindsight_engine::index::dot;
 use serde_json::json;
 
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::{EncoderArgs, Global};
 
 pub fn run(g: &Global, args: &EncoderArgs) -> CliResult<()> {
     let dir = g.models.clone().unwrap_or_else(hindsight::Models::default_dir);
     let models = hindsight::Models::from_dir(&dir)?;
-    let load = |path| {
-        Embedder::load_on(models.model(), models.tokenizer(), path)
-            .map_err(|e| CliError::new("model", e.to_string()))
-    };
+    let load = |path| Embedder::load_on(models.model(), models.tokenizer(), path);
     let ours = load(InferencePath::Encoder)?;
     let tract = load(InferencePath::Tract)?;
     let texts = crate::bench::read_texts(&args.texts)?;
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
 
     let started = Instant::now();
-    let a = hindsight_engine::embed::TextEmbedder::embed_batch(&ours, &refs).map_err(model)?;
+    let a = TextEmbedder::embed_batch(&ours, &refs)?;
     let ours_s = started.elapsed().as_secs_f64();
     let started = Instant::now();
-    let b = hindsight_engine::embed::TextEmbedder::embed_batch(&tract, &refs).map_err(model)?;
+    let b = TextEmbedder::embed_batch(&tract, &refs)?;
     let tract_s = started.elapsed().as_secs_f64();
 
-    let mut cosines: Vec<f32> =
-        a.iter().zip(&b).map(|(x, y)| x.iter().zip(y).map(|(p, q)| p * q).sum()).collect();
+    let mut cosines: Vec<f32> = a.iter().zip(&b).map(|(x, y)| dot(x, y)).collect();
     let worst = cosines
         .iter()
         .enumerate()
@@ -61,8 +58,4 @@ pub fn run(g: &Global, args: &EncoderArgs) -> CliResult<()> {
         )
     });
     Ok(())
-}
-
-fn model(e: hindsight_engine::Error) -> CliError {
-    CliError::new("model", e.to_string())
 }

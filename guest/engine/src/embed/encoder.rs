@@ -11,7 +11,8 @@ use std::collections::HashMap;
 
 use tract_onnx::pb;
 
-use super::kernels::{dot, gelu, layer_norm, Packed};
+use super::kernels::{gelu, layer_norm, Packed};
+use crate::index::dot;
 
 pub struct Encoder {
     word: Table,
@@ -214,7 +215,6 @@ impl Encoder {
         let embed_norm = g.norm(&name("embeddings.LayerNorm"), hidden)?;
 
         let mut layers = Vec::new();
-        let mut heads = None;
         for i in 0.. {
             let l = |rest: &str| name(&format!("encoder.layer.{i}.{rest}"));
             if !g.has(&l("attention.self.query.bias")) {
@@ -223,9 +223,6 @@ impl Encoder {
             let q = g.dense(&l("attention.self.query.bias"))?;
             let k = g.dense(&l("attention.self.key.bias"))?;
             let v = g.dense(&l("attention.self.value.bias"))?;
-            if heads.is_none() {
-                heads = Some(g.heads(&l("attention.self.query.bias"), hidden)?);
-            }
             if [&q, &k, &v].iter().any(|p| p.input() != hidden || p.output() != hidden)
                 || q.is_int() != k.is_int()
                 || k.is_int() != v.is_int()
@@ -244,19 +241,11 @@ impl Encoder {
         if layers.is_empty() {
             return Err("no encoder.layer.0".into());
         }
+        let heads = g.heads(&name("encoder.layer.0.attention.self.query.bias"), hidden)?;
         if !graph.node.iter().any(|n| n.op_type == "Erf") {
             return Err("the feed-forward activation is not the erf GELU".into());
         }
-        Ok(Encoder {
-            word,
-            position,
-            token_type,
-            embed_norm,
-            layers,
-            hidden,
-            heads: heads.unwrap_or(1),
-            max_positions,
-        })
+        Ok(Encoder { word, position, token_type, embed_norm, layers, hidden, heads, max_positions })
     }
 }
 

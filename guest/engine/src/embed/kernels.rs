@@ -79,8 +79,8 @@ impl Packed {
         self.n
     }
 
-    /// Places `x` side by side: a `[k, a.n]` and this `[k, n]` become one `[k, a.n + n]`.
-    /// Used for Q|K|V, which read the same input: one pass over it instead of three.
+    /// Matrices of one input size side by side, `[k, n1] … [k, nj]` into `[k, n1 + … + nj]`:
+    /// Q, K and V read the same input, so one pass over it serves all three.
     pub fn concat(parts: Vec<Packed>) -> Packed {
         let k = parts[0].k;
         debug_assert!(parts.iter().all(|p| p.k == k && p.n.is_multiple_of(NR)));
@@ -203,16 +203,8 @@ fn int_tile(x: &[i16], stride: usize, rows: usize, w: &[i16], pairs: usize) -> [
             }
         }
     }
-    let mut out = [[0i32; NR]; MR];
-    for (o, a) in out.iter_mut().zip(&acc) {
-        for (half, v) in a.iter().enumerate() {
-            o[half * 4] = i32x4_extract_lane::<0>(*v);
-            o[half * 4 + 1] = i32x4_extract_lane::<1>(*v);
-            o[half * 4 + 2] = i32x4_extract_lane::<2>(*v);
-            o[half * 4 + 3] = i32x4_extract_lane::<3>(*v);
-        }
-    }
-    out
+    // SAFETY: a v128 is four i32 lanes in lane order; the arrays have the same size.
+    unsafe { core::mem::transmute::<[[v128; 2]; MR], [[i32; NR]; MR]>(acc) }
 }
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -248,16 +240,8 @@ fn float_tile(x: &[f32], k: usize, rows: usize, w: &[f32]) -> [[f32; NR]; MR] {
             }
         }
     }
-    let mut out = [[0f32; NR]; MR];
-    for (o, a) in out.iter_mut().zip(&acc) {
-        for (half, v) in a.iter().enumerate() {
-            o[half * 4] = f32x4_extract_lane::<0>(*v);
-            o[half * 4 + 1] = f32x4_extract_lane::<1>(*v);
-            o[half * 4 + 2] = f32x4_extract_lane::<2>(*v);
-            o[half * 4 + 3] = f32x4_extract_lane::<3>(*v);
-        }
-    }
-    out
+    // SAFETY: a v128 is four f32 lanes in lane order; the arrays have the same size.
+    unsafe { core::mem::transmute::<[[v128; 2]; MR], [[f32; NR]; MR]>(acc) }
 }
 
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -293,22 +277,6 @@ pub fn gelu(x: &mut [f32]) {
     for v in x {
         *v = 0.5 * *v * (1.0 + libm::erff(*v * std::f32::consts::FRAC_1_SQRT_2));
     }
-}
-
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Four partial sums let the compiler keep four lanes busy.
-    let mut s = [0f32; 4];
-    let chunks = a.len() / 4 * 4;
-    for i in (0..chunks).step_by(4) {
-        for l in 0..4 {
-            s[l] += a[i + l] * b[i + l];
-        }
-    }
-    let mut total = s[0] + s[1] + s[2] + s[3];
-    for i in chunks..a.len() {
-        total += a[i] * b[i];
-    }
-    total
 }
 
 #[cfg(test)]

@@ -140,7 +140,7 @@ impl Embedder {
                 let agreement = embedder.embed_batch(&PROBES).map(|ours| {
                     ours.iter()
                         .zip(&reference)
-                        .map(|(a, b)| super::kernels::dot(a, b))
+                        .map(|(a, b)| crate::index::dot(a, b))
                         .fold(f32::INFINITY, f32::min)
                 });
                 let reason = match agreement {
