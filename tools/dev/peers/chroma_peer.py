@@ -279,6 +279,20 @@ def iter_cycle(items: List[Any], f: Callable[[Any], Any]) -> Callable[[], Any]:
     return step
 
 
+def ingest_corpus(ef: HindsightOnnxEmbedding, texts: List[str]) -> float:
+    """Items per second ingested with embedding into a fresh collection, TEXT_BATCH per call."""
+    with Store(ef, "corpus") as store:
+        store.open(create=True)
+        step = batch_size(store, TEXT_BATCH)
+        t = time.perf_counter()
+        for i in range(0, len(texts), step):
+            chunk = texts[i : i + step]
+            store.collection.add(ids=[f"c{j}" for j in range(i, i + len(chunk))], documents=chunk)
+        elapsed = time.perf_counter() - t
+        log(f"ingested {len(texts)} corpus texts with embedding in {elapsed:.2f}s")
+        return len(texts) / elapsed
+
+
 def bench_texts(ef: HindsightOnnxEmbedding, texts: List[str], queries: List[Dict[str, Any]], runs: int) -> Dict[str, Any]:
     """Ingest with embedding, then query with embedding, on one collection."""
     with Store(ef, "texts") as store:
@@ -360,6 +374,7 @@ def main() -> None:
     ap.add_argument("--models", required=True, help="directory with model.onnx and tokenizer.json")
     ap.add_argument("--texts", required=True, help='JSON lines {"text": ...}: ingested with embedding')
     ap.add_argument("--queries", required=True, help='JSON lines {"text": ..., "vector": [...]}')
+    ap.add_argument("--corpus-texts", help='JSON lines {"text": ...}: short texts, ingested with embedding')
     ap.add_argument("--vectors", help="raw little-endian float32, N x dim")
     ap.add_argument("--vector-texts", help='JSON lines {"text": ...}, N of them, in --vectors order')
     ap.add_argument("--sizes", default="10000,100000", help="comma-separated collection sizes")
@@ -414,6 +429,10 @@ def main() -> None:
         "embed_short_ms": percentile_ms(short, 0.5),
     }
     out.update(bench_texts(ef, texts, queries, args.runs))
+    if args.corpus_texts:
+        corpus = [r["text"] for r in read_jsonl(args.corpus_texts, "text")]
+        out["ingest_corpus_items"] = len(corpus)
+        out["ingest_corpus_per_s"] = ingest_corpus(ef, corpus)
 
     sizes: List[Dict[str, Any]] = []
     if args.vectors:

@@ -256,6 +256,9 @@ fn timed_ingest(
     Ok((dir, bank, per_s))
 }
 
+/// How many 20-word corpus texts the ingest figures retain (the peer ingests the same ones).
+const CORPUS_INGEST: usize = 512;
+
 /// Memories per second retained with `workers` instances, embedding included (20-word texts).
 fn retain_throughput(g: &Global, settings: &Settings, n: usize, workers: usize) -> CliResult<f64> {
     Ok(timed_ingest(g, settings, Some(workers), &corpus_texts(n))?.2)
@@ -284,6 +287,7 @@ fn text_bench(
         "ingest_embed_items": texts.len(),
         "ingest_embed_per_s": ingest_per_s,
         "query_embed_p50_ms": percentile(&mut samples, 0.5),
+        "path": bank.stats()?.inference,
     }))
 }
 
@@ -440,7 +444,7 @@ pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &
     let mut retain_by_workers = serde_json::Map::new();
     let mut retain_per_s = 0.0;
     for workers in if cores > 1 { vec![1, cores] } else { vec![1] } {
-        retain_per_s = retain_throughput(g, &settings, 256, workers)?;
+        retain_per_s = retain_throughput(g, &settings, CORPUS_INGEST, workers)?;
         retain_by_workers.insert(workers.to_string(), json!(retain_per_s));
     }
     let cache = hindsight::defaults::cache_dir().join("bench");
@@ -459,21 +463,23 @@ pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &
         row["retain_per_s"] = json!(retain_per_s);
         row["retain_per_s_by_workers"] = json!(retain_by_workers);
         row["recall_repeated_query_p50_ms"] = json!(recall_repeated_p50_ms);
-        if g.json {
+        if g.json && args.peer.is_none() {
             println!("{row}");
-        } else {
+        } else if !g.json {
             eprintln!("{}", serde_json::to_string_pretty(&row).expect("json"));
         }
         sizes.push(row);
     }
-    if g.json {
+    if g.json && args.peer.is_none() {
         println!("{}", json!({"embed": embed}));
-    } else {
+    } else if !g.json {
         println!("{}", serde_json::to_string_pretty(&json!({"embed": embed, "sizes": sizes})).expect("json"));
     }
     let Some(on_texts) = on_texts else { return Ok(()) };
     let mut ours = on_texts;
     ours["embed_short_ms"] = embed["short"]["component_ms"].clone();
+    ours["ingest_corpus_items"] = json!(CORPUS_INGEST);
+    ours["ingest_corpus_per_s"] = json!(retain_per_s);
     ours["sizes"] = json!(sizes);
     if args.peer.is_none() {
         let texts = json!({"texts": ours});
@@ -481,8 +487,10 @@ pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &
         return Ok(());
     }
     let corpus = derive_corpus(&base, size_list.iter().copied().max().unwrap_or(0), CORPUS_SEED);
+    let corpus_texts = corpus_texts(CORPUS_INGEST);
     let inputs = crate::peer::Inputs {
         texts: &texts,
+        corpus_texts: &corpus_texts,
         queries: &queries,
         corpus: &corpus,
         sizes: &size_list,
@@ -490,7 +498,9 @@ pub fn run(g: &Global, builder: hindsight::Builder, settings: &Settings, args: &
     };
     let chroma = crate::peer::chroma(&models_dir, &inputs)?;
     if g.json {
-        println!("{}", json!({"hindsight": ours, "chroma": chroma}));
+        for row in crate::peer::rows_by_size(&ours, &chroma) {
+            println!("{row}");
+        }
     } else {
         println!("\n{}", crate::peer::table(&ours, &chroma));
     }

@@ -22,6 +22,7 @@ fn io(what: &str) -> impl Fn(std::io::Error) -> CliError + '_ {
 /// vectors for them), and the bank-size corpus (vectors and texts; each size is a prefix).
 pub struct Inputs<'a> {
     pub texts: &'a [String],
+    pub corpus_texts: &'a [String],
     pub queries: &'a [(String, Vec<f32>)],
     pub corpus: &'a [(String, Vec<f32>)],
     pub sizes: &'a [usize],
@@ -45,6 +46,7 @@ pub fn chroma(models: &Path, inputs: &Inputs) -> CliResult<Value> {
     std::fs::write(d.join("setup.sh"), SETUP).map_err(io("writing setup.sh"))?;
     std::fs::write(d.join("chroma_peer.py"), CHROMA).map_err(io("writing chroma_peer.py"))?;
     write_lines(&d.join("texts.jsonl"), inputs.texts.iter().map(|t| json!({"text": t})))?;
+    write_lines(&d.join("corpus-texts.jsonl"), inputs.corpus_texts.iter().map(|t| json!({"text": t})))?;
     write_lines(
         &d.join("queries.jsonl"),
         inputs.queries.iter().map(|(t, v)| json!({"text": t, "vector": v})),
@@ -75,6 +77,7 @@ pub fn chroma(models: &Path, inputs: &Inputs) -> CliResult<Value> {
         .arg("--models")
         .arg(&models)
         .args(["--texts", "texts.jsonl", "--queries", "queries.jsonl"])
+        .args(["--corpus-texts", "corpus-texts.jsonl"])
         .args(["--vectors", "vectors.f32", "--vector-texts", "vector-texts.jsonl"])
         .args(["--sizes", &sizes, "--runs", &inputs.runs.to_string()])
         .current_dir(d)
@@ -88,6 +91,47 @@ pub fn chroma(models: &Path, inputs: &Inputs) -> CliResult<Value> {
         .map_err(|e| CliError::new("config", format!("the Chroma peer printed no JSON report: {e}")))
 }
 
+/// One JSON object per bank size, the two systems side by side under the same keys:
+/// `{size, hindsight: {ingest_per_s, query_p50_ms, query_noembed_p50_ms, embed_short_ms, path, …},
+/// chroma: {…}}`. Ingest and short-text embedding do not depend on the size; they repeat.
+pub fn rows_by_size(hindsight: &Value, chroma: &Value) -> Vec<Value> {
+    let empty = Vec::new();
+    let peer_sizes = chroma["sizes"].as_array().unwrap_or(&empty);
+    hindsight["sizes"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .map(|ours| {
+            let size = ours["size"].as_u64().unwrap_or(0);
+            let theirs = peer_sizes.iter().find(|s| s["size"].as_u64() == Some(size)).cloned();
+            let theirs = theirs.unwrap_or(Value::Null);
+            json!({
+                "size": size,
+                "hindsight": {
+                    "ingest_per_s": hindsight["ingest_embed_per_s"],
+                    "ingest_corpus_per_s": hindsight["ingest_corpus_per_s"],
+                    "query_p50_ms": ours["recall_p50_ms"],
+                    "query_noembed_p50_ms": ours["recall_noembed_p50_ms"],
+                    "embed_short_ms": hindsight["embed_short_ms"],
+                    "ingest_given_vectors_per_s": ours["ingest_given_vectors_per_s"],
+                    "text_query_p50_ms": hindsight["query_embed_p50_ms"],
+                    "path": hindsight["path"],
+                },
+                "chroma": {
+                    "ingest_per_s": chroma["ingest_embed_per_s"],
+                    "ingest_corpus_per_s": chroma["ingest_corpus_per_s"],
+                    "query_p50_ms": theirs["query_embed_p50_ms"],
+                    "query_noembed_p50_ms": theirs["query_noembed_p50_ms"],
+                    "embed_short_ms": chroma["embed_short_ms"],
+                    "ingest_given_vectors_per_s": theirs["ingest_given_vectors_per_s"],
+                    "text_query_p50_ms": chroma["query_embed_p50_ms"],
+                    "skipped": theirs["skipped"],
+                },
+            })
+        })
+        .collect()
+}
+
 /// The two systems' figures as a Markdown table.
 pub fn table(hindsight: &Value, chroma: &Value) -> String {
     let mut rows: Vec<(String, Option<f64>, Option<f64>, &str)> = vec![
@@ -95,6 +139,15 @@ pub fn table(hindsight: &Value, chroma: &Value) -> String {
             format!("ingest with embedding ({} texts, 32 per call)", hindsight["ingest_embed_items"]),
             chroma["ingest_embed_per_s"].as_f64(),
             hindsight["ingest_embed_per_s"].as_f64(),
+            "items/s",
+        ),
+        (
+            format!(
+                "ingest with embedding ({} 20-word texts, 32 per call)",
+                hindsight["ingest_corpus_items"]
+            ),
+            chroma["ingest_corpus_per_s"].as_f64(),
+            hindsight["ingest_corpus_per_s"].as_f64(),
             "items/s",
         ),
         (
@@ -141,9 +194,10 @@ pub fn table(hindsight: &Value, chroma: &Value) -> String {
         None => "—".into(),
     };
     let mut out = format!(
-        "| | Chroma {} + onnxruntime {} | hindsight (component) |\n|---|---|---|\n",
+        "| | Chroma {} + onnxruntime {} | hindsight (component, {}) |\n|---|---|---|\n",
         chroma["chroma_version"].as_str().unwrap_or("?"),
         chroma["onnxruntime_version"].as_str().unwrap_or("?"),
+        hindsight["path"].as_str().unwrap_or("?"),
     );
     for (what, theirs, ours, unit) in rows.drain(..) {
         out.push_str(&format!("| {what} | {} | {} |\n", shown(theirs, unit), shown(ours, unit)));
@@ -159,21 +213,21 @@ mod tests {
     fn the_table_pairs_each_figure_with_the_peers_and_marks_what_is_missing() {
         let ours = json!({
             "ingest_embed_items": 1451, "ingest_embed_per_s": 37.8, "query_embed_p50_ms": 12.5,
-            "embed_short_ms": 19.5,
+            "embed_short_ms": 19.5, "path": "encoder", "ingest_corpus_items": 512, "ingest_corpus_per_s": 120.0,
             "sizes": [{"size": 10000, "ingest_given_vectors_per_s": 11984.0, "recall_noembed_p50_ms": 1.7,
                        "recall_p50_ms": 13.1, "bytes_per_memory": 3581.0},
                       {"size": 100000, "recall_noembed_p50_ms": 4.2}],
         });
         let chroma = json!({
             "chroma_version": "1.5.9", "onnxruntime_version": "1.32.0", "ingest_embed_per_s": 88.8,
-            "query_embed_p50_ms": 5.1, "embed_short_ms": 3.0,
+            "query_embed_p50_ms": 5.1, "embed_short_ms": 3.0, "ingest_corpus_per_s": 100.0,
             "sizes": [{"size": 10000, "ingest_given_vectors_per_s": 2360.2, "query_noembed_p50_ms": 1.44,
                        "query_embed_p50_ms": 4.6, "bytes_per_memory": 2945.7},
                       {"size": 100000, "skipped": "size 100000 needs 1..20000 vectors"}],
         });
         let table = table(&ours, &chroma);
         assert!(
-            table.starts_with("| | Chroma 1.5.9 + onnxruntime 1.32.0 | hindsight (component) |"),
+            table.starts_with("| | Chroma 1.5.9 + onnxruntime 1.32.0 | hindsight (component, encoder) |"),
             "{table}"
         );
         assert!(table
@@ -186,6 +240,22 @@ mod tests {
             table.contains("| 10000 memories: ingest with given vectors | 2360 items/s | 11984 items/s |")
         );
         assert!(table.contains("| 100000 memories: query p50 without embedding | — | 4.2 ms |"), "{table}");
-        assert_eq!(table.lines().count(), 2 + 3 + 2 * 4);
+        assert!(
+            table.contains(
+                "| ingest with embedding (512 20-word texts, 32 per call) | 100 items/s | 120 items/s |"
+            ),
+            "{table}"
+        );
+        assert_eq!(table.lines().count(), 2 + 4 + 2 * 4);
+
+        let rows = rows_by_size(&ours, &chroma);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0]["size"], 10000);
+        assert_eq!(rows[0]["hindsight"]["query_noembed_p50_ms"], 1.7);
+        assert_eq!(rows[0]["chroma"]["query_noembed_p50_ms"], 1.44);
+        assert_eq!(rows[0]["hindsight"]["ingest_per_s"], 37.8);
+        assert_eq!(rows[0]["chroma"]["embed_short_ms"], 3.0);
+        assert_eq!(rows[0]["hindsight"]["path"], "encoder");
+        assert_eq!(rows[1]["chroma"]["query_noembed_p50_ms"], Value::Null);
     }
 }
