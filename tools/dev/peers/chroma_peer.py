@@ -279,38 +279,37 @@ def iter_cycle(items: List[Any], f: Callable[[Any], Any]) -> Callable[[], Any]:
     return step
 
 
+def ingest_texts(store: Store, texts: List[str], what: str) -> float:
+    """Items per second `texts` are added with embedding to the store's new collection,
+    TEXT_BATCH per call."""
+    store.open(create=True)
+    step = batch_size(store, TEXT_BATCH)
+    t = time.perf_counter()
+    for i in range(0, len(texts), step):
+        chunk = texts[i : i + step]
+        store.collection.add(ids=[f"t{j}" for j in range(i, i + len(chunk))], documents=chunk)
+    elapsed = time.perf_counter() - t
+    log(f"ingested {len(texts)} {what} with embedding in {elapsed:.2f}s")
+    return len(texts) / elapsed
+
+
 def ingest_corpus(ef: HindsightOnnxEmbedding, texts: List[str]) -> float:
-    """Items per second ingested with embedding into a fresh collection, TEXT_BATCH per call."""
+    """Items per second ingested with embedding into a fresh collection."""
     with Store(ef, "corpus") as store:
-        store.open(create=True)
-        step = batch_size(store, TEXT_BATCH)
-        t = time.perf_counter()
-        for i in range(0, len(texts), step):
-            chunk = texts[i : i + step]
-            store.collection.add(ids=[f"c{j}" for j in range(i, i + len(chunk))], documents=chunk)
-        elapsed = time.perf_counter() - t
-        log(f"ingested {len(texts)} corpus texts with embedding in {elapsed:.2f}s")
-        return len(texts) / elapsed
+        return ingest_texts(store, texts, "corpus texts")
 
 
 def bench_texts(ef: HindsightOnnxEmbedding, texts: List[str], queries: List[Dict[str, Any]], runs: int) -> Dict[str, Any]:
     """Ingest with embedding, then query with embedding, on one collection."""
     with Store(ef, "texts") as store:
-        store.open(create=True)
-        step = batch_size(store, TEXT_BATCH)
-        t = time.perf_counter()
-        for i in range(0, len(texts), step):
-            chunk = texts[i : i + step]
-            store.collection.add(ids=[f"t{j}" for j in range(i, i + len(chunk))], documents=chunk)
-        elapsed = time.perf_counter() - t
-        log(f"ingested {len(texts)} texts with embedding in {elapsed:.2f}s")
+        ingest_per_s = ingest_texts(store, texts, "texts")
         k = min(K, len(texts))
         ask = lambda q: store.collection.query(query_texts=[q["text"]], n_results=k)  # noqa: E731
         for q in queries[:WARMUP]:
             ask(q)
         samples = time_n(runs, iter_cycle(queries, ask))
         return {
-            "ingest_embed_per_s": len(texts) / elapsed,
+            "ingest_embed_per_s": ingest_per_s,
             "ingest_embed_items": len(texts),
             "query_embed_p50_ms": percentile_ms(samples, 0.5),
             "query_embed_p99_ms": percentile_ms(samples, 0.99),

@@ -96,15 +96,13 @@ pub fn chroma(models: &Path, inputs: &Inputs) -> CliResult<Value> {
 /// chroma: {…}}`. Ingest and short-text embedding do not depend on the size; they repeat.
 pub fn rows_by_size(hindsight: &Value, chroma: &Value) -> Vec<Value> {
     let empty = Vec::new();
-    let peer_sizes = chroma["sizes"].as_array().unwrap_or(&empty);
     hindsight["sizes"]
         .as_array()
         .unwrap_or(&empty)
         .iter()
         .map(|ours| {
             let size = ours["size"].as_u64().unwrap_or(0);
-            let theirs = peer_sizes.iter().find(|s| s["size"].as_u64() == Some(size)).cloned();
-            let theirs = theirs.unwrap_or(Value::Null);
+            let theirs = peer_size(chroma, size);
             json!({
                 "size": size,
                 "hindsight": {
@@ -130,6 +128,12 @@ pub fn rows_by_size(hindsight: &Value, chroma: &Value) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+/// The peer's figures for one bank size (null when it has none).
+fn peer_size(chroma: &Value, size: u64) -> Value {
+    let sizes = chroma["sizes"].as_array().map(Vec::as_slice).unwrap_or_default();
+    sizes.iter().find(|s| s["size"].as_u64() == Some(size)).cloned().unwrap_or(Value::Null)
 }
 
 /// The two systems' figures as a Markdown table.
@@ -164,11 +168,9 @@ pub fn table(hindsight: &Value, chroma: &Value) -> String {
         ),
     ];
     let empty = Vec::new();
-    let peer_sizes = chroma["sizes"].as_array().unwrap_or(&empty);
     for ours in hindsight["sizes"].as_array().unwrap_or(&empty) {
         let size = ours["size"].as_u64().unwrap_or(0);
-        let theirs =
-            peer_sizes.iter().find(|s| s["size"].as_u64() == Some(size)).cloned().unwrap_or(Value::Null);
+        let theirs = peer_size(chroma, size);
         for (what, peer_key, our_key, unit) in [
             (
                 "ingest with given vectors",
