@@ -3,6 +3,9 @@
 //! functions.
 //!
 //! cargo run --release -p hindsight-dev --example embed_profile -- R [native] [short]
+//!
+//! With HINDSIGHT_COMPONENT=FILE it runs that component instead of the embedded one: a kernel
+//! change is measured after the guest build alone, without relinking the host.
 
 use std::time::Instant;
 
@@ -26,7 +29,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("load {:?}", t.elapsed());
         report(runs, || drop(e.embed(text)));
     } else {
-        let hs = Hindsight::builder().memory().no_llm().models(models).open()?;
+        let mut builder = Hindsight::builder().memory().no_llm().models(models);
+        if let Some(file) = std::env::var_os("HINDSIGHT_COMPONENT") {
+            builder = builder.component_file(file);
+        }
+        let hs = builder.open()?;
         hs.embed(&[text])?;
         eprintln!("load {:?}", t.elapsed());
         report(runs, || drop(hs.embed(&[text])));

@@ -129,6 +129,14 @@ pub const CHANGE: &[&str] = &[
     "updated to",
     "revised",
     "drops support",
+    "rotated",
+    "changed",
+    "is gone",
+    "was deleted",
+    "was removed",
+    "deprecated",
+    "retired",
+    "the new one",
 ];
 
 pub const CHANGE_CJK: &[&str] = &[
@@ -178,6 +186,12 @@ pub const CHANGE_CJK: &[&str] = &[
     "取消了",
     "恢复",
     "新的",
+    "不用了",
+    "作废",
+    "弃用",
+    "轮换",
+    "转给",
+    "改由",
 ];
 
 /// What corrects an event (an episode is replaced only when it was wrong, not when another
@@ -195,13 +209,61 @@ pub const CORRECTION: &[&str] = &[
     "rescheduled",
     "moved to",
     "fell through",
+    "typo",
+    "was a mistake",
+    "incorrect",
 ];
 
 pub const CORRECTION_CJK: &[&str] = &["改到", "不是"];
 
 /// A new statement that adds to what is known: both hold.
 pub const ADDITIVE: &[&str] = &["also", "too", "as well", "in addition", "additionally", "another"];
-pub const ADDITIVE_CJK: &[&str] = &["也", "另外", "此外"];
+pub const ADDITIVE_CJK: &[&str] = &["也", "另外", "此外", "又", "还有"];
+
+/// Which side of a bound a statement is on: "under $500" and "over $500" are two ranges, both
+/// hold. Upper bounds first ("不超过" holds "超过").
+pub const UPPER_BOUND: &[&str] =
+    &["under", "below", "less than", "at most", "up to", "no more than", "within"];
+pub const UPPER_BOUND_CJK: &[&str] = &["不超过", "以下", "以内", "低于", "小于", "不到"];
+pub const LOWER_BOUND: &[&str] =
+    &["over", "above", "more than", "at least", "exceeding", "exceeds", "beyond"];
+pub const LOWER_BOUND_CJK: &[&str] = &["超过", "以上", "高于", "大于", "不少于"];
+
+/// Words that say a thing changed; a new statement that says only these (with its subject and
+/// when) names no new value and must replace nothing.
+pub const VALUE_FREE_CHANGE: &[&str] = &[
+    "changed",
+    "updated",
+    "reset",
+    "rotated",
+    "rescheduled",
+    "modified",
+    "revised",
+    "adjusted",
+    "different",
+    "replaced",
+    "moved",
+    "switched",
+];
+pub const VALUE_FREE_CHANGE_CJK: &[&str] =
+    &["改了", "换了", "轮换", "调整", "变了", "更新", "修改", "改过", "变更", "重置", "换过"];
+/// When a change happened: no value of its own.
+pub const WHEN_WORDS: &[&str] = &[
+    "last",
+    "night",
+    "yesterday",
+    "today",
+    "recently",
+    "earlier",
+    "week",
+    "month",
+    "morning",
+    "ago",
+    "just",
+    "time",
+    "date",
+];
+pub const WHEN_WORDS_CJK: &[&str] = &["时间", "日期", "最近", "刚刚", "已经"];
 
 pub const NEGATION: &[&str] = &[
     "not", "never", "no", "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "can't", "cannot",
@@ -253,6 +315,16 @@ pub const NUMBER_WORDS: &[(&str, f64)] = &[
     ("hundred", 100.0),
     ("thousand", 1000.0),
     ("dozen", 12.0),
+    // Ordinals ("the fourth floor" = "the 4th floor"); "first" and "second" say other things
+    // too often ("first response", a second as a unit).
+    ("third", 3.0),
+    ("fourth", 4.0),
+    ("fifth", 5.0),
+    ("sixth", 6.0),
+    ("seventh", 7.0),
+    ("eighth", 8.0),
+    ("ninth", 9.0),
+    ("tenth", 10.0),
 ];
 
 /// A unit: the dimension it measures and its factor to that dimension's base. An empty
@@ -276,6 +348,10 @@ pub const UNITS: &[(&str, &str, f64)] = &[
     ("hrs", "s", 3600.0),
     ("h", "s", 3600.0),
     ("小时", "s", 3600.0),
+    ("个小时", "s", 3600.0),
+    ("钟头", "s", 3600.0),
+    ("个钟头", "s", 3600.0),
+    ("个星期", "s", 604800.0),
     ("day", "s", 86400.0),
     ("days", "s", 86400.0),
     ("天", "s", 86400.0),
@@ -300,6 +376,29 @@ pub const UNITS: &[(&str, &str, f64)] = &[
     ("%", "%", 1.0),
     ("percent", "%", 1.0),
     ("degc", "c", 1.0),
+    ("兆", "b", 1_048_576.0),
+    ("km", "m", 1000.0),
+    ("kilometer", "m", 1000.0),
+    ("kilometers", "m", 1000.0),
+    ("kilometre", "m", 1000.0),
+    ("kilometres", "m", 1000.0),
+    ("公里", "m", 1000.0),
+    ("mile", "m", 1609.344),
+    ("miles", "m", 1609.344),
+    ("kg", "g", 1000.0),
+    ("kilogram", "g", 1000.0),
+    ("kilograms", "g", 1000.0),
+    ("公斤", "g", 1000.0),
+    ("ton", "g", 1_000_000.0),
+    ("tons", "g", 1_000_000.0),
+    ("tonne", "g", 1_000_000.0),
+    ("ml", "l", 0.001),
+    ("毫升", "l", 0.001),
+    ("liter", "l", 1.0),
+    ("liters", "l", 1.0),
+    ("litre", "l", 1.0),
+    ("litres", "l", 1.0),
+    ("升", "l", 1.0),
     ("k", "", 1000.0),
 ];
 
@@ -347,10 +446,35 @@ pub const DATES_CJK: &[(&str, &str)] = &[
     ("周六", "weekday6"),
     ("周日", "weekday7"),
     ("周末", "weekend"),
+    ("工作日", "weekdays"),
 ];
 
-pub const DATES: &[(&str, &str)] =
-    &[("yesterday", "day-1"), ("today", "day0"), ("tomorrow", "day+1"), ("tonight", "day0")];
+pub const DATES: &[(&str, &str)] = &[
+    ("yesterday", "day-1"),
+    ("today", "day0"),
+    ("tomorrow", "day+1"),
+    ("tonight", "day0"),
+    ("monday", "weekday1"),
+    ("mondays", "weekday1"),
+    ("tuesday", "weekday2"),
+    ("tuesdays", "weekday2"),
+    ("wednesday", "weekday3"),
+    ("wednesdays", "weekday3"),
+    ("thursday", "weekday4"),
+    ("thursdays", "weekday4"),
+    ("friday", "weekday5"),
+    ("fridays", "weekday5"),
+    ("saturday", "weekday6"),
+    ("saturdays", "weekday6"),
+    ("sunday", "weekday7"),
+    ("sundays", "weekday7"),
+    ("weekday", "weekdays"),
+    ("weekdays", "weekdays"),
+    ("workday", "weekdays"),
+    ("workdays", "weekdays"),
+    ("weekend", "weekend"),
+    ("weekends", "weekend"),
+];
 
 /// Quantities said in words, rewritten before reading ("three quarters of an hour" = 45 min).
 pub const QUANTITY_PHRASES: &[(&str, &str)] = &[
@@ -364,6 +488,33 @@ pub const QUANTITY_PHRASES: &[(&str, &str)] = &[
     ("a day and a half", "36 hours"),
     ("a couple of", "2"),
     ("a dozen", "12"),
+    ("half a gigabyte", "512 MB"),
+    ("half a liter", "500 ml"),
+    ("half a litre", "500 ml"),
+    ("metric ton", "ton"),
+    // How often, as a rate: "every two weeks" is not "once a month".
+    ("once a day", "1/day"),
+    ("once daily", "1/day"),
+    ("twice a day", "2/day"),
+    ("twice daily", "2/day"),
+    ("three times a day", "3/day"),
+    ("once a week", "1/week"),
+    ("twice a week", "2/week"),
+    ("three times a week", "3/week"),
+    ("every other week", "1/2week"),
+    ("every two weeks", "1/2week"),
+    ("every 2 weeks", "1/2week"),
+    ("fortnightly", "1/2week"),
+    ("biweekly", "1/2week"),
+    ("once a month", "1/month"),
+    ("every month", "1/month"),
+    ("monthly", "1/month"),
+    ("a week", "1 week"),
+    ("a day", "1 day"),
+    ("an hour", "1 hour"),
+    ("a month", "1 month"),
+    ("a year", "1 year"),
+    ("半分钟", "30秒"),
     ("半小时", "30分钟"),
     ("半个小时", "30分钟"),
     ("一个半小时", "90分钟"),

@@ -5,8 +5,15 @@
 //! * words that add ("also", 也) — both hold; words that say something changed or was wrong
 //!   ("now", "switched", "migrated", "actually", 改成, 不再 …) — an update, when the two are
 //!   about the same thing at all (the embedding's cosine, or shared words);
-//! * values: numbers with units normalised, identifiers, names and dates. The same statement
-//!   with another number is an update; with the same values and close meaning, a duplicate;
+//! * a new statement that only says the old one changed ("got rotated", 时间改了), naming no
+//!   new value, replaces nothing: both are kept. "…, not Y" with Y the old value corrects it;
+//! * values: numbers with units normalised (within 3 %: "2 years" / "24 months", °F / °C),
+//!   rates ("every two weeks" is not "once a month"), identifiers, names and dates. The same
+//!   statement with another number is an update when the attribute is the same (at most one
+//!   word said otherwise on each side); so is one whose words, in any order, are all the
+//!   other's but for a swapped number or identifier, and "X is A" / "X is B" with the same
+//!   subject words and short values. "under $500" / "over $500" are two ranges. With the same
+//!   values and close meaning, a duplicate;
 //! * the template: statements that align word for word differ in slots. One slot holding a
 //!   value that changed is an update ("password is tiger42" → "… falcon77"); a content word
 //!   swapped for another is a parallel statement about another thing ("staging DB" /
@@ -134,6 +141,19 @@ fn same_value(x: &Token, y: &Token) -> bool {
     if let (Some(p), Some(r)) = (plain(x), y.raw) {
         return r == p;
     }
+    // One quantity in two units, converted with some rounding ("2 years" / "24 months",
+    // "70 °F" / "21 °C").
+    fn quantity(t: &Token) -> Option<(f64, &str)> {
+        let end = t.text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let (n, unit) = t.text.split_at(end);
+        let unit_ok = !unit.is_empty() && unit.chars().all(|c| c.is_ascii_lowercase() || c == '%');
+        n.parse::<f64>().ok().filter(|_| unit_ok).map(|n| (n, unit))
+    }
+    if let (Some((p, u)), Some((q, v))) = (quantity(x), quantity(y)) {
+        if u == v && (p - q).abs() <= 0.03 * p.abs().max(q.abs()) {
+            return true;
+        }
+    }
     !x.is_number()
         && !y.is_number()
         && x.text.chars().count() >= 2
@@ -149,6 +169,92 @@ fn r(v: &[Token]) -> Vec<&Token> {
 fn compatible(a: &[&Token], b: &[&Token]) -> bool {
     a.iter().all(|x| b.iter().any(|y| same_value(x, y)))
         && b.iter().all(|y| a.iter().any(|x| same_value(x, y)))
+}
+
+/// "…, not Tuesday" / "不是周二": the new statement names what the old one said, to deny it.
+fn denies_old(old: &str, new: &str) -> Option<&'static str> {
+    let lo = word_line(old);
+    let lower = new.to_lowercase();
+    // Only "…, not Y": a contrast, not a negated predicate ("… are not prorated").
+    let latin = lower.split(", not ").skip(1).any(|rest| {
+        let w = rest.split(|c: char| !(c.is_alphanumeric() || c == '\'')).next().unwrap_or("");
+        !w.is_empty()
+            && !lexicon::STOP.contains(&w)
+            && !matches!(w, "only" | "just" | "yet" | "sure" | "needed" | "allowed")
+            && (lo.contains(&format!(" {w} ")) || lo.contains(&format!(" {} ", text::stem(w))))
+    });
+    let cjk = new.split("不是").skip(1).any(|rest| {
+        let head: String =
+            rest.chars().take_while(|c| crate::text::is_cjk(*c) || c.is_alphanumeric()).take(2).collect();
+        head.chars().count() == 2 && old.contains(&head)
+    });
+    (!negated(old) && (latin || cjk)).then_some("not")
+}
+
+/// Whether `new` only says that `old` changed (and maybe when), naming no new value:
+/// "the password got reset last night", "退款流程上周有调整".
+fn change_without_value(old: &str, new: &str, a: &[Token], b: &[Token]) -> Option<&'static str> {
+    let word = marker(new, lexicon::VALUE_FREE_CHANGE, lexicon::VALUE_FREE_CHANGE_CJK)?;
+    // A change word the old statement says too is part of what both say ("to rotate the key …").
+    if old.contains(word) || word_line(old).contains(&format!(" {}", text::stem(word))) {
+        return None;
+    }
+    let set_a: HashSet<&str> = a.iter().map(|t| t.text.as_str()).collect();
+    let set_b: HashSet<&str> = b.iter().map(|t| t.text.as_str()).collect();
+    let said = |t: &Token| {
+        let listed = |list: &[&str]| list.iter().any(|w| *w == t.text || text::stem(w) == t.text);
+        set_a.contains(t.text.as_str())
+            || t.is_relative_date()
+            || listed(lexicon::VALUE_FREE_CHANGE)
+            || listed(lexicon::CHANGED_WITHOUT_VALUE)
+            || listed(lexicon::WHEN_WORDS)
+            || (t.text.chars().count() == 1
+                && lexicon::VALUE_FREE_CHANGE_CJK
+                    .iter()
+                    .chain(lexicon::WHEN_WORDS_CJK)
+                    .any(|w| w.contains(&t.text)))
+    };
+    let old_says_more = a.iter().any(|t| !set_b.contains(t.text.as_str()));
+    (old_says_more && b.iter().all(said)).then_some(word)
+}
+
+/// "The repo's default branch is master" → ("The repo's default branch", "master"): a statement
+/// of the form subject-is-value, split at its first copula.
+fn copula(text: &str) -> Option<(&str, &str)> {
+    let lower = text.to_lowercase();
+    if let Some(at) = [" is ", " are "].iter().filter_map(|c| lower.find(c).map(|at| (at, c.len()))).min() {
+        return Some((&text[..at.0], &text[at.0 + at.1..]));
+    }
+    let at = text.char_indices().find(|&(i, c)| {
+        c == '是'
+            && text[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|p| crate::text::is_cjk(p) && !"不还就也都可但只要真总".contains(p))
+    })?;
+    Some((&text[..at.0], &text[at.0 + '是'.len_utf8()..]))
+}
+
+/// Whether `old` and `new` say one subject is two things: the same subject (its words, in any
+/// order), values that share no word. "The repo's default branch is master" / "The default
+/// branch of the repo is main".
+fn same_subject_other_value(old: &str, new: &str) -> bool {
+    let (Some((sa, xa)), Some((sb, xb))) = (copula(old), copula(new)) else { return false };
+    let content = |t: &str| -> Vec<Token> {
+        let mut ts = tokens(t);
+        let mut none = Vec::new();
+        unify(&mut ts, &mut none);
+        ts.into_iter().filter(|t| t.kind != Kind::Stop).collect()
+    };
+    let set = |ts: &[Token]| -> HashSet<String> { ts.iter().map(|t| t.text.clone()).collect() };
+    let (sa, sb, xa, xb) = (content(sa), content(sb), content(xa), content(xb));
+    // A value is a word or two ("master", "Jenna Lowe"), not a clause ("built with X").
+    let short = |x: &[Token]| !x.is_empty() && x.len() <= 2;
+    !sa.is_empty()
+        && set(&sa) == set(&sb)
+        && short(&xa)
+        && short(&xb)
+        && !xa.iter().any(|x| xb.iter().any(|y| same_value(x, y)))
 }
 
 /// `Caroline: Hey Mel!` → (`Caroline`, `Hey Mel!`): a transcript line's speaker and words.
@@ -194,8 +300,15 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
     let turn = nature == Nature::Turn;
     let (mut ta, mut tb) = (tokens(old), tokens(new));
     unify(&mut ta, &mut tb);
-    let correction = marker(new, lexicon::CORRECTION, lexicon::CORRECTION_CJK);
-    let change = correction.or_else(|| marker(new, lexicon::CHANGE, lexicon::CHANGE_CJK));
+    let correction =
+        marker(new, lexicon::CORRECTION, lexicon::CORRECTION_CJK).or_else(|| denies_old(old, new));
+    // A change word the old statement says too, or one inside a command (`alembic upgrade`),
+    // says no change.
+    let code_free = |t: &str| t.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+    let change = correction.or_else(|| {
+        marker(&code_free(new), lexicon::CHANGE, lexicon::CHANGE_CJK)
+            .filter(|w| marker(&code_free(old), &[w], &[w]).is_none())
+    });
     let additive = marker(new, lexicon::ADDITIVE, lexicon::ADDITIVE_CJK);
     let cjk = old.chars().chain(new.chars()).any(crate::text::is_cjk);
 
@@ -214,7 +327,29 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
     let number = |t: &Token| t.is_number() && !t.is_relative_date();
     let (na, nb) = (refs(&va, &number), refs(&vb, &number));
     let (ida, idb) = (refs(&va, &|t| !number(t)), refs(&vb, &|t| !number(t)));
-    let same_values = compatible(&r(&va), &r(&vb));
+    // A name one side has as a value and the other inside a word ("Premium" / "Premium-plan")
+    // is said by both.
+    let named_by = |x: &[Token], other: &[Token]| -> Vec<Token> {
+        x.iter()
+            .filter(|t| {
+                t.kind != Kind::Name
+                    || !other.iter().any(|o| o.kind != Kind::Name && o.text.contains(&t.text))
+            })
+            .cloned()
+            .collect()
+    };
+    let same_values = compatible(&r(&named_by(&va, &tb)), &r(&named_by(&vb, &ta)));
+    // "under $500" / "over $500": two ranges.
+    let bound = |text: &str| {
+        marker(text, lexicon::UPPER_BOUND, lexicon::UPPER_BOUND_CJK)
+            .map(|_| 1)
+            .or_else(|| marker(text, lexicon::LOWER_BOUND, lexicon::LOWER_BOUND_CJK).map(|_| 2))
+    };
+    if let (Some(x), Some(y)) = (bound(old), bound(new)) {
+        if x != y && same_values && change.is_none() {
+            return judged(Compatible, "the other side of a bound");
+        }
+    }
 
     let set_a: HashSet<&str> = a.iter().map(|t| t.text.as_str()).collect();
     let set_b: HashSet<&str> = b.iter().map(|t| t.text.as_str()).collect();
@@ -252,6 +387,12 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
             _ => false,
         })
         .count();
+    // "… has changed" names no new value: it replaces nothing, and repeats nothing.
+    if !turn && denies_old(old, new).is_none() {
+        if let Some(word) = change_without_value(old, new, &a, &b) {
+            return judged(Compatible, format!("says it changed (\"{word}\") but not to what"));
+        }
+    }
     if value_slots >= 2 && ratio >= 0.5 && change.is_none() {
         return judged(Compatible, "the same statement about another numbered thing");
     }
@@ -287,8 +428,49 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
         && !na.iter().any(|x| compatible(&[x], &r(&nb)));
     // Identifiers one side does not name do not tell the statements apart; different ones do.
     let ids_agree = ida.is_empty() || idb.is_empty() || compatible(&r(&ida), &r(&idb));
-    if !episode && numbers_differ && c >= 0.75 && ids_agree && swaps.is_empty() {
+    // The attribute must be the same: at most one word said otherwise on each side ("costs" /
+    // "price"); more ("first response" / "resolution") is another attribute with its own number.
+    // (Chinese words are characters, too many to count so.)
+    let words_only = |x: &[Token], other: &[Token]| {
+        let unsaid = |t: &&Token| {
+            t.kind == Kind::Word
+                && !changed_without_value(&t.text)
+                && !lexicon::WHEN_WORDS.contains(&t.text.as_str())
+                && !other.iter().any(|o| o.text.contains(t.text.as_str()))
+        };
+        x.iter().filter(unsaid).count()
+    };
+    let same_attribute = cjk || (words_only(&a, &b) <= 1 && words_only(&b, &a) <= 1);
+    if !episode && numbers_differ && ids_agree && c >= 0.75 && swaps.is_empty() && same_attribute {
         return judged(Update, "the same statement with another number");
+    }
+    if !episode && !negation_differs && c >= 0.7 && same_subject_other_value(old, new) {
+        return judged(Update, "the same subject is now another value");
+    }
+    // Subject and attribute kept, the value swapped, in any word order ("The payments service
+    // listens on port 8080" / "Payments service port: 9090", "X pins Node 18" / "Node 20 is
+    // pinned by X"): one side says nothing the other does not but for its value. A value is a
+    // number or an identifier here, not a name ("speaks French" / "speaks Spanish" may both hold).
+    let plain = |x: &[Token], other: &[Token]| {
+        x.iter()
+            .filter(|t| matches!(t.kind, Kind::Word | Kind::Name))
+            .filter(|t| !changed_without_value(&t.text) && !lexicon::WHEN_WORDS.contains(&t.text.as_str()))
+            .filter(|t| !other.iter().any(|o| o.kind != Kind::Value && o.text == t.text))
+            .count()
+    };
+    let unmatched = |x: &[Token], other: &[Token]| {
+        x.iter().any(|t| {
+            t.kind == Kind::Value && !t.is_relative_date() && !other.iter().any(|o| same_value(t, o))
+        })
+    };
+    let value_swapped = unmatched(&va, &vb) && unmatched(&vb, &va);
+    if !episode
+        && value_swapped
+        && (((plain(&a, &b) == 0 || plain(&b, &a) == 0) && c >= 0.6)
+            || (plain(&a, &b) <= 1 && plain(&b, &a) <= 1 && swaps.is_empty() && c >= 0.85))
+        && !negation_differs
+    {
+        return judged(Update, "the same subject and attribute with another value");
     }
     let single_slot = |e: &Edit| matches!(e, Edit::Replace { .. });
     let single_word_slot = ratio >= 0.6
@@ -323,6 +505,14 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
             if single_slot(edit) && all_values(x) && all_values(y) && !slot_same {
                 let numbers = x.iter().all(|t| t.kind == Kind::Value);
                 let at_end = end_at + 1 >= a.len();
+                // The same dated event with another amount is a correction of it; another date
+                // is another occasion.
+                let dated = |t: &Token| ["month", "weekday", "day"].iter().any(|p| t.text.starts_with(p));
+                let same_date =
+                    x.iter().chain(y).all(|t| !dated(t)) && va.iter().any(|t| dated(t) && vb.contains(t));
+                if episode && same_date && numbers && !turn {
+                    return judged(Update, "the same event with another value");
+                }
                 if episode {
                     return judged(Compatible, "another occasion");
                 }
@@ -331,7 +521,13 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
                 }
                 return judged(Compatible, "the same statement about another thing");
             }
-            if (!single_slot(edit) || slot_same) && same_values && c >= 0.85 {
+            // Words said otherwise around the same values ("capped at" / "at most") restate it;
+            // one word swapped for one is another thing ("staging" / "production").
+            let reworded = x.len() != y.len() && !va.is_empty();
+            if (!single_slot(edit) || slot_same || reworded)
+                && same_values
+                && c >= if reworded { 0.8 } else { 0.85 }
+            {
                 return if negation_differs {
                     judged(Update, "negates it")
                 } else {
@@ -370,7 +566,9 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
     if negation_differs && c < 0.8 {
         return judged(Compatible, "one negates what the other does not say");
     }
-    if c >= 0.8 && compatible(&r(&na), &r(&nb)) && ids_agree && !turn {
+    // Chinese statements without values sound alike more easily.
+    let close_in_meaning = if cjk && va.is_empty() && vb.is_empty() { 0.86 } else { 0.8 };
+    if c >= close_in_meaning && compatible(&r(&na), &r(&nb)) && ids_agree && !turn {
         return judged(Duplicate, "restates it (close in meaning)");
     }
     let threshold = if !va.is_empty() {
@@ -537,6 +735,85 @@ mod tests {
             Verdict::Compatible
         );
         assert_eq!(verdict("Correction: the port is 8080", "The port is 8080", 0.9), Verdict::Duplicate);
+    }
+
+    #[test]
+    fn a_quantity_in_other_units_is_a_duplicate() {
+        use Verdict::*;
+        assert_eq!(
+            verdict(
+                "The greenhouse is kept at 25 °C.",
+                "The greenhouse's temperature is held at 77 °F.",
+                0.82
+            ),
+            Duplicate
+        );
+        assert_eq!(verdict("The hike is 10 km long.", "The hike is 6.2 miles long.", 0.9), Duplicate);
+        assert_eq!(verdict("The backup runs at 3pm.", "The backup runs at 15:00.", 0.9), Duplicate);
+        // How often is a value of its own: every two weeks is not once a month.
+        assert_eq!(
+            verdict("Water the cactus once a month.", "Water the cactus every two weeks.", 0.9),
+            Update
+        );
+    }
+
+    #[test]
+    fn a_change_without_a_value_never_supersedes() {
+        use Verdict::*;
+        for (old, new) in [
+            ("The staging DB password is hunter-22.", "The staging DB password got rotated last week."),
+            ("Lunch with Dana is Thursday at noon.", "Lunch with Dana got rescheduled."),
+            ("周会在周三下午 3 点。", "周会时间改了。"),
+        ] {
+            assert_eq!(verdict(old, new, 0.8), Compatible, "{new}");
+        }
+    }
+
+    #[test]
+    fn the_same_subject_and_attribute_with_another_value_supersedes() {
+        use Verdict::*;
+        assert_eq!(
+            verdict("The search service listens on port 9200.", "Search service port: 9300.", 0.75),
+            Update
+        );
+        assert_eq!(
+            verdict("The project pins Go 1.21 in go.mod.", "go.mod pins Go 1.22 for the project.", 0.88),
+            Update
+        );
+        // One subject, said in another word order, is now another thing.
+        assert_eq!(
+            verdict(
+                "The repo's default branch is develop.",
+                "The default branch of the repo is trunk.",
+                0.83
+            ),
+            Update
+        );
+        // Another attribute with its own number both hold.
+        assert_eq!(
+            verdict(
+                "The SLA for Gold first response is 2 hours.",
+                "The SLA for Gold resolution is 12 hours.",
+                0.81
+            ),
+            Compatible
+        );
+        // Two sides of a bound both hold.
+        assert_eq!(
+            verdict("Orders under $50 ship by post.", "Orders over $50 ship by courier.", 0.85),
+            Compatible
+        );
+        // "…, not Y" denies what the old one said.
+        assert_eq!(
+            judge(
+                "Priya closed ticket #77 on Monday.",
+                "It was Sam, not Priya, who closed ticket #77 on Monday.",
+                0.85,
+                Nature::Episode
+            )
+            .verdict,
+            Update
+        );
     }
 
     #[test]

@@ -153,11 +153,21 @@ enum Piece {
 }
 
 /// `text` with each of `phrases` (matched ignoring ASCII case) replaced.
+/// Latin phrases only as whole words ("a day" is not in "a daytime").
 fn rewrite(text: &str, phrases: &[(&str, &str)]) -> String {
     let mut text = text.to_string();
     for (from, to) in phrases {
-        while let Some(at) = text.to_ascii_lowercase().find(from) {
-            text.replace_range(at..at + from.len(), &format!(" {to} "));
+        let mut from_at = 0;
+        while let Some(at) = text.to_ascii_lowercase()[from_at..].find(from).map(|at| at + from_at) {
+            let end = at + from.len();
+            let latin_edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+            if latin_edge(text[..at].chars().next_back()) || latin_edge(text[end..].chars().next()) {
+                from_at = end;
+                continue;
+            }
+            let to = format!(" {to} ");
+            text.replace_range(at..end, &to);
+            from_at = at + to.len();
         }
     }
     text
@@ -210,6 +220,11 @@ fn split(text: &str) -> Vec<Piece> {
             i += 2;
             continue;
         }
+        if c == '°' && chars.get(i + 1).is_some_and(|d| d.eq_ignore_ascii_case(&'f')) {
+            out.push(Piece::Latin("degf".into()));
+            i += 2;
+            continue;
+        }
         if c.is_alphanumeric()
             || (matches!(c, '~' | '/' | '.') && chars.get(i + 1).is_some_and(|d| d.is_alphanumeric()))
         {
@@ -235,6 +250,21 @@ fn split(text: &str) -> Vec<Piece> {
                 } else {
                     break;
                 }
+            }
+            // "29/month" is a number per a unit, as "29 per month" is.
+            let rate = word.split_once('/').filter(|(n, u)| {
+                parse_number(n).is_some() && !u.is_empty() && u.chars().all(|c| c.is_ascii_alphabetic())
+            });
+            if let Some((n, u)) = rate {
+                out.extend([
+                    Piece::Latin(n.to_string()),
+                    Piece::Latin("per".into()),
+                    Piece::Latin(u.to_string()),
+                ]);
+                if ends_sentence {
+                    out.push(Piece::Stop);
+                }
+                continue;
             }
             // host:port is two values
             match word.rsplit_once(':') {
@@ -312,6 +342,13 @@ fn number_token(n: f64, next: Option<&str>, next2: Option<&str>) -> (Token, usiz
         }
         if l == "degrees" && next2.is_some_and(|w| w.eq_ignore_ascii_case("celsius")) {
             return (Token::new(format!("{}c", format_number(n)), Kind::Value), 2);
+        }
+        // Fahrenheit as Celsius, to a tenth of a degree: 64.4 °F = 18 °C.
+        let fahrenheit = l == "degf" || l == "fahrenheit";
+        let spelled = l == "degrees" && next2.is_some_and(|w| w.eq_ignore_ascii_case("fahrenheit"));
+        if fahrenheit || spelled {
+            let c = ((n - 32.0) * 5.0 / 9.0 * 10.0).round() / 10.0;
+            return (Token::new(format!("{}c", format_number(c)), Kind::Value), if spelled { 2 } else { 1 });
         }
         let found = unit(l).map(|u| (u, 1)).or_else(|| {
             // 个 between a Chinese number and its unit: 两个小时
@@ -421,12 +458,25 @@ pub fn tokens(text: &str) -> Vec<Token> {
                     opening = false;
                     continue;
                 }
+                // 3pm, 9am: a time of day; 4th, 21st: a number.
+                let digits_end = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
+                let (digits, suffix) = lower.split_at(digits_end);
+                if !digits.is_empty() && matches!(suffix, "am" | "pm" | "st" | "nd" | "rd" | "th") {
+                    let n: f64 = digits.parse().unwrap_or(0.0);
+                    let ampm = matches!(suffix, "am" | "pm").then_some(suffix);
+                    out.push(number_token(n, ampm, None).0);
+                    opening = false;
+                    i += 1;
+                    continue;
+                }
                 if let Some((n, u)) = glued(w) {
                     let (t, _) = number_token(n, Some(u), None);
                     out.push(t);
                 } else if is_identifier(w) {
                     out.push(Token::new(lower.trim_end_matches('.'), Kind::Value));
-                } else if let Some((_, value)) = DATES.iter().find(|(d, _)| *d == lower) {
+                } else if let Some((_, value)) =
+                    DATES.iter().find(|(d, _)| *d == lower.strip_suffix("'s").unwrap_or(&lower))
+                {
                     out.push(Token::new(*value, Kind::Value));
                 } else if let Some(m) = MONTHS
                     .iter()
@@ -452,7 +502,7 @@ pub fn tokens(text: &str) -> Vec<Token> {
                         let inner_capital = word.chars().skip(1).any(char::is_uppercase)
                             && !word.chars().all(|c| !c.is_lowercase());
                         let acronym = word.chars().count() > 1 && word.chars().all(|c| !c.is_lowercase());
-                        let kind = if STOP.contains(&bare) {
+                        let kind = if STOP.contains(&bare) && (!acronym || opening) {
                             Kind::Stop
                         } else if has_cjk {
                             Kind::Name
