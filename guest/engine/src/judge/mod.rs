@@ -193,20 +193,25 @@ fn denies_old(old: &str, new: &str) -> Option<&'static str> {
 
 /// Whether `new` only says that `old` changed (and maybe when), naming no new value:
 /// "the password got reset last night", "退款流程上周有调整".
-fn change_without_value(old: &str, new: &str, a: &[Token], b: &[Token]) -> Option<&'static str> {
+/// `b` is the new statement's content tokens, `set_a` / `set_b` both statements' content words.
+fn change_without_value(
+    old: &str,
+    new: &str,
+    b: &[Token],
+    set_a: &HashSet<&str>,
+    set_b: &HashSet<&str>,
+) -> Option<&'static str> {
     let word = marker(new, lexicon::VALUE_FREE_CHANGE, lexicon::VALUE_FREE_CHANGE_CJK)?;
     // A change word the old statement says too is part of what both say ("to rotate the key …").
     if old.contains(word) || word_line(old).contains(&format!(" {}", text::stem(word))) {
         return None;
     }
-    let set_a: HashSet<&str> = a.iter().map(|t| t.text.as_str()).collect();
-    let set_b: HashSet<&str> = b.iter().map(|t| t.text.as_str()).collect();
     let said = |t: &Token| {
         let listed = |list: &[&str]| list.iter().any(|w| *w == t.text || text::stem(w) == t.text);
         set_a.contains(t.text.as_str())
             || t.is_relative_date()
             || listed(lexicon::VALUE_FREE_CHANGE)
-            || listed(lexicon::CHANGED_WITHOUT_VALUE)
+            || changed_without_value(&t.text)
             || listed(lexicon::WHEN_WORDS)
             || (t.text.chars().count() == 1
                 && lexicon::VALUE_FREE_CHANGE_CJK
@@ -214,7 +219,7 @@ fn change_without_value(old: &str, new: &str, a: &[Token], b: &[Token]) -> Optio
                     .chain(lexicon::WHEN_WORDS_CJK)
                     .any(|w| w.contains(&t.text)))
     };
-    let old_says_more = a.iter().any(|t| !set_b.contains(t.text.as_str()));
+    let old_says_more = set_a.iter().any(|w| !set_b.contains(w));
     (old_says_more && b.iter().all(said)).then_some(word)
 }
 
@@ -389,7 +394,7 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
         .count();
     // "… has changed" names no new value: it replaces nothing, and repeats nothing.
     if !turn && denies_old(old, new).is_none() {
-        if let Some(word) = change_without_value(old, new, &a, &b) {
+        if let Some(word) = change_without_value(old, new, &b, &set_a, &set_b) {
             return judged(Compatible, format!("says it changed (\"{word}\") but not to what"));
         }
     }
