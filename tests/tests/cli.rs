@@ -186,18 +186,59 @@ fn eval_reports_recall_at_k_in_the_documented_json() {
         .join("\n"),
     )
     .unwrap();
-    let out = std::process::Command::new(hindsight_tests::hindsight_dev_bin())
-        .args(["eval", "--turns", turns.to_str().unwrap(), "--questions", questions.to_str().unwrap()])
-        .args(["--k", "1,3", "--json", "--no-cache"])
-        .output()
-        .unwrap();
-    let v = stdout_json(&out);
+    let eval = |args: &[&str]| {
+        std::process::Command::new(hindsight_tests::hindsight_dev_bin())
+            .arg("eval")
+            .args(args)
+            .args(["--k", "1,3", "--json", "--no-cache"])
+            .output()
+            .unwrap()
+    };
+    let on_the_turns = ["--turns", turns.to_str().unwrap(), "--questions", questions.to_str().unwrap()];
+    let v = stdout_json(&eval(&[&on_the_turns[..], &["--ablate", "all"][..]].concat()));
     assert_eq!(v["questions"], 4, "questions without evidence are not counted: {v}");
     assert_eq!(v["overall"]["1"], 100.0, "{v}");
     assert_eq!(v["overall"]["3"], 100.0, "{v}");
     assert_eq!(v["cat1_4"]["1"], 100.0, "{v}");
     assert_eq!(v["per_category"]["4"]["1"], 100.0, "{v}");
     assert!(v["per_category"]["5"].is_object() && v["seconds"].is_number(), "{v}");
+    let per_question = v["per_question"].as_array().unwrap();
+    assert_eq!(per_question.len(), 4, "{v}");
+    assert!(per_question.iter().all(|q| q["qid"] == "q" && q["recall"]["1"] == 1.0), "{v}");
+
+    // --ablate all: one run per default-on arm, each a full report.
+    let mut arms: Vec<&str> = v["ablations"].as_object().unwrap().keys().map(String::as_str).collect();
+    arms.sort_unstable();
+    assert_eq!(arms, ["context_previous", "index_dates", "person_prior"], "{v}");
+    assert!(v["ablations"]["person_prior"]["per_category"]["4"]["1"].is_number(), "{v}");
+    let unknown = eval(&[&on_the_turns[..], &["--ablate", "nonsense"][..]].concat());
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(!unknown.status.success() && err.contains("ablate") && err.contains("nonsense"), "{err}");
+
+    // --compare: B misses the first question at k = 1, so B lost one question there and won none.
+    let mut worse = v.clone();
+    worse["per_question"][0]["recall"]["1"] = serde_json::json!(0.0);
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    std::fs::write(&a, v.to_string()).unwrap();
+    std::fs::write(&b, worse.to_string()).unwrap();
+    let cmp = stdout_json(&eval(&["--compare", a.to_str().unwrap(), b.to_str().unwrap()]));
+    let row = |group: &str, k: u64| {
+        cmp["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["group"] == group && r["k"] == k)
+            .unwrap_or_else(|| panic!("no {group} R@{k} row: {cmp}"))
+            .clone()
+    };
+    let overall = row("overall", 1);
+    assert_eq!((overall["a"].as_f64(), overall["b"].as_f64()), (Some(100.0), Some(75.0)), "{cmp}");
+    assert_eq!((overall["won"].as_u64(), overall["lost"].as_u64()), (Some(0), Some(1)), "{cmp}");
+    assert_eq!(overall["sign_p"], 1.0, "{cmp}");
+    assert_eq!(row("overall", 3)["lost"], 0, "{cmp}");
+    let not_a_run = eval(&["--compare", a.to_str().unwrap(), turns.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&not_a_run.stderr);
+    assert!(!not_a_run.status.success() && err.contains("compare"), "{err}");
 }
 
 #[test]

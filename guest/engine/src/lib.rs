@@ -3,7 +3,7 @@
 //!
 //! Layers, each using only those above it: `hindsight_types` (names, settings, errors, the store
 //! and LLM protocols) → `text` → `record`, `task` → `embed`, `index`, `segment`, `lexical` →
-//! `filter`, `defence`, `judge`, `score`, `prompt` → `bank` → `engine`.
+//! `filter`, `defence`, `judge`, `score`, `prompt`, `question` → `bank` → `engine`.
 
 pub mod bank;
 pub mod defence;
@@ -16,6 +16,7 @@ pub mod judge;
 pub mod lexical;
 pub mod llm;
 pub mod prompt;
+pub mod question;
 pub mod record;
 pub mod score;
 pub mod segment;

@@ -11,6 +11,15 @@ use crate::record::{Class, Record};
 pub struct Evidence {
     pub similarity: f32,
     pub bm25: f32,
+    /// How much the memory's relevance (semantic and lexical) counts, 0..1: below 1 for a turn
+    /// spoken by someone other than the people the question names.
+    pub prior: f32,
+}
+
+impl Evidence {
+    pub fn new(similarity: f32, bm25: f32) -> Evidence {
+        Evidence { similarity, bm25, prior: 1.0 }
+    }
 }
 
 /// Normalisation bounds over one query's candidates.
@@ -86,8 +95,8 @@ pub fn fuse(
         _ => 0.0,
     };
     let mut s = Score {
-        semantic: w.semantic * bounds.semantic(evidence.similarity),
-        lexical: w.lexical * bounds.lexical(evidence.bm25),
+        semantic: w.semantic * evidence.prior * bounds.semantic(evidence.similarity),
+        lexical: w.lexical * evidence.prior * bounds.lexical(evidence.bm25),
         recency: w.recency * recency(memory, now, settings),
         confidence: w.confidence * memory.confidence,
         importance: w.importance * memory.importance,
@@ -126,7 +135,7 @@ mod tests {
     fn total_is_the_sum_of_weighted_factors() {
         let settings = RecallSettings::default();
         let m = memory(0);
-        let e = [Evidence { similarity: 0.2, bm25: 0.0 }, Evidence { similarity: 0.8, bm25: 3.0 }];
+        let e = [Evidence::new(0.2, 0.0), Evidence::new(0.8, 3.0)];
         let bounds = Bounds::over(e.iter().copied());
         let best = fuse(&m, e[1], &bounds, 0, None, &settings);
         let worst = fuse(&m, e[0], &bounds, 0, None, &settings);
@@ -166,7 +175,7 @@ mod tests {
         let mut user = memory(0);
         user.source = hindsight_types::Source::UserExplicit;
         let agent = memory(0);
-        let e = Evidence { similarity: 0.5, bm25: 1.0 };
+        let e = Evidence::new(0.5, 1.0);
         let bounds = Bounds::over([e].into_iter());
         assert!(
             fuse(&user, e, &bounds, 0, None, &settings).total

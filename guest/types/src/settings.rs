@@ -256,6 +256,11 @@ pub struct RecallSettings {
     /// Query embeddings an engine keeps, per bank and query text, the least recently used
     /// dropped first (agent loops repeat their queries); 0 embeds every query.
     pub query_cache: u32,
+    /// Speaker prior, for questions that gather what a person has done or ask what they would
+    /// do: when the question names people who speak in the bank (a turn's `Name:` prefix or
+    /// `speaker` metadata), a memory spoken by someone else counts its relevance at 1 − this.
+    /// A prior, never a filter (questions do name the wrong person); 0 turns it off.
+    pub person_prior: f32,
 }
 
 impl Default for RecallSettings {
@@ -280,6 +285,7 @@ impl Default for RecallSettings {
             prompt_tokens: 600,
             prompt_min_relevance: 0.3,
             query_cache: 256,
+            person_prior: 0.5,
         }
     }
 }
@@ -628,6 +634,7 @@ impl Settings {
             unit(field, v)?;
         }
         unit("recall.prompt_min_relevance", r.prompt_min_relevance)?;
+        unit("recall.person_prior", r.person_prior)?;
         // An entry holds a vector (1.5 KB at 384 dimensions) and its query (up to
         // limits.max_query_bytes) inside the instance's memory cap.
         if r.query_cache > 4096 {

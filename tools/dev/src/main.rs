@@ -15,6 +15,7 @@ mod bench;
 mod encoder;
 mod error;
 mod eval;
+mod eval_compare;
 mod eval_pairs;
 mod peer;
 
@@ -102,7 +103,7 @@ pub struct EvalArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["turns", "questions"])]
     pub pairs: Option<PathBuf>,
     /// Turns, one JSON object a line (conv_id, dia_id, session_date, speaker, text, blip_caption).
-    #[arg(long, value_name = "FILE", requires = "questions", required_unless_present = "pairs")]
+    #[arg(long, value_name = "FILE", requires = "questions", required_unless_present_any = ["pairs", "compare"])]
     pub turns: Option<PathBuf>,
     /// Questions, one JSON object a line (conv_id, question, category, evidence).
     #[arg(long, value_name = "FILE", requires = "turns")]
@@ -113,6 +114,15 @@ pub struct EvalArgs {
     /// Build the banks afresh instead of reusing those of an earlier run on the same turns.
     #[arg(long)]
     pub no_cache: bool,
+    /// Also run with each of these recall arms off (comma-separated: person_prior,
+    /// context_previous, index_dates; or all, every arm on in the settings) and print each
+    /// arm's contribution per category.
+    #[arg(long, value_name = "ARM[,ARM]", requires = "turns")]
+    pub ablate: Option<String>,
+    /// Compare two `eval --json` runs on the same questions: per-category recall, the questions
+    /// each run won and lost, and a paired sign test.
+    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["turns", "questions", "pairs", "ablate"])]
+    pub compare: Option<Vec<PathBuf>>,
 }
 
 fn main() -> ExitCode {
@@ -121,9 +131,10 @@ fn main() -> ExitCode {
     let g = cli.global;
     let result = match cli.command {
         Command::Bench(args) => settings(&g).and_then(|s| bench::run(&g, builder(&g, Some(1))?, &s, &args)),
-        Command::Eval(args) => match &args.pairs {
-            Some(pairs) => builder(&g, Some(1)).and_then(|b| eval_pairs::run(&g, b, pairs)),
-            None => settings(&g).and_then(|s| eval::run(&g, builder(&g, None)?, &s, &args)),
+        Command::Eval(args) => match (&args.pairs, args.compare.as_deref()) {
+            (Some(pairs), _) => builder(&g, Some(1)).and_then(|b| eval_pairs::run(&g, b, pairs)),
+            (None, Some([a, b])) => eval_compare::run(&g, a, b),
+            _ => settings(&g).and_then(|s| eval::run(&g, &s, &args)),
         },
         Command::Encoder(args) => encoder::run(&g, &args),
     };

@@ -7,6 +7,7 @@ use hindsight_types::{Query, RecallHit, RecallLogEntry, RecallResult, Recalled, 
 
 use super::{checked_vector, Bank};
 use crate::prompt;
+use crate::question;
 use crate::record::Record;
 use crate::score::{self, Bounds, Evidence, Score};
 use crate::store::{Op, StoreError};
@@ -66,12 +67,11 @@ impl Bank {
         let lexical = state.lexical.search(query, &self.settings.lexical, pool, eligible);
         let mut evidence: HashMap<u32, Evidence> = HashMap::new();
         for &(slot, similarity) in &dense {
-            evidence.insert(slot, Evidence { similarity, bm25: 0.0 });
+            evidence.insert(slot, Evidence::new(similarity, 0.0));
         }
         for &(slot, bm25) in &lexical {
-            evidence.entry(slot).and_modify(|e| e.bm25 = bm25).or_insert_with(|| Evidence {
-                similarity: crate::index::dot(query_vector, state.vector(slot).unwrap_or(&[])),
-                bm25,
+            evidence.entry(slot).and_modify(|e| e.bm25 = bm25).or_insert_with(|| {
+                Evidence::new(crate::index::dot(query_vector, state.vector(slot).unwrap_or(&[])), bm25)
             });
         }
         evidence
@@ -188,6 +188,27 @@ pub fn recall_across(banks: &mut [&mut Bank], q: Query) -> Result<RecallResult> 
                 .into_iter()
                 .map(|(slot, e)| (b, slot, e)),
         );
+    }
+    if settings.recall.person_prior > 0.0 && (question::gathers(query) || question::speculates(query)) {
+        // Each candidate's speaker read once; each distinct speaker matched against the question once.
+        let speakers: Vec<Option<&str>> = evidence
+            .iter()
+            .map(|&(b, slot, _)| {
+                let m = banks[b].state.slots.get(slot as usize).and_then(Option::as_ref)?;
+                question::speaker(&m.content, &m.metadata)
+            })
+            .collect();
+        let mut distinct: Vec<&str> = speakers.iter().flatten().copied().collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let named: Vec<&str> = distinct.into_iter().filter(|s| question::names(query, s)).collect();
+        if !named.is_empty() {
+            for ((_, _, e), speaker) in evidence.iter_mut().zip(&speakers) {
+                if speaker.is_some_and(|s| !named.contains(&s)) {
+                    e.prior = 1.0 - settings.recall.person_prior;
+                }
+            }
+        }
     }
     let bounds = Bounds::over(evidence.iter().map(|(_, _, e)| *e));
     let mut ranked: Vec<(usize, u32, Score)> = evidence

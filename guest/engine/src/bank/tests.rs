@@ -341,6 +341,32 @@ fn the_event_month_and_year_are_keywords() {
     assert_eq!(texts(&hits)[0], "went hiking");
 }
 
+#[test]
+fn a_list_question_about_one_person_prefers_what_that_person_said() {
+    let turns = || {
+        vec![
+            Memory::new("I love painting landscapes on weekends").meta("speaker", "Caroline"),
+            Memory::new("we also tried painting a lake one afternoon with the kids at the cabin")
+                .meta("speaker", "Melanie"),
+            Memory::new("the weather was rainy all week").meta("speaker", "Caroline"),
+        ]
+    };
+    let first = |person_prior: f32, question: &str| {
+        let mut settings = Settings::default();
+        settings.recall.person_prior = person_prior;
+        let store = Arc::new(MemoryStore::new());
+        let mut bank = open_with(&store, Rc::new(NoLlm), settings);
+        bank.retain(turns(), NOW).unwrap();
+        let hits = bank.recall(query(question)).unwrap();
+        texts(&hits)[0].to_string()
+    };
+    let list = "What kinds of painting has Melanie done?";
+    assert!(first(0.0, list).starts_with("I love painting"), "without the prior the stronger match leads");
+    assert!(first(0.5, list).starts_with("we also tried"), "the prior puts the named speaker's turn first");
+    // A lookup question is left to the evidence: a speaker rule must never act as a filter.
+    assert!(first(0.5, "When was Melanie painting?").starts_with("I love painting"));
+}
+
 /// A store that lets another writer commit just before this instance's next commit: the race
 /// two processes on one file run into.
 type Armed = Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>>;

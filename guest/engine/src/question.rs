@@ -1,0 +1,109 @@
+//! What a recall's question asks for, read by rule (no LLM at query time): the people it names
+//! and whether it gathers a list ("what has John done?") rather than looks up one fact.
+
+/// The speaker of a memory: its `speaker` metadata, else the `Name:` prefix of a conversation
+/// turn ("Caroline: I went to…"), else none.
+pub fn speaker<'a>(content: &'a str, metadata: &'a [(String, String)]) -> Option<&'a str> {
+    if let Some((_, name)) = metadata.iter().find(|(k, _)| k == "speaker") {
+        return Some(name.as_str()).filter(|n| !n.trim().is_empty());
+    }
+    let (prefix, _) = content.split_once(": ")?;
+    let looks_like_a_name = prefix.len() <= 40
+        && !prefix.is_empty()
+        && prefix.split(' ').count() <= 3
+        && prefix.split(' ').all(|w| {
+            let mut chars = w.chars();
+            chars.next().is_some_and(char::is_uppercase)
+                && chars.all(|c| c.is_alphanumeric() || matches!(c, '-' | '\'' | '.'))
+        });
+    looks_like_a_name.then_some(prefix)
+}
+
+/// The capitalised words of a question, possessives cut ("Melanie's" → "Melanie"): the words that
+/// may name a person.
+fn capitalised_words(question: &str) -> impl Iterator<Item = &str> {
+    question
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’' || c == '-'))
+        .map(|w| w.strip_suffix("'s").or_else(|| w.strip_suffix("’s")).unwrap_or(w))
+        .map(|w| w.trim_matches(|c: char| c == '\'' || c == '’' || c == '-'))
+        .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
+}
+
+/// Whether the question names `speaker`: its full name, or its first name alone.
+pub fn names(question: &str, speaker: &str) -> bool {
+    let first = speaker.split(' ').next().unwrap_or(speaker);
+    if speaker.contains(' ') && question.to_lowercase().contains(&speaker.to_lowercase()) {
+        return true;
+    }
+    capitalised_words(question).any(|w| w.eq_ignore_ascii_case(first))
+}
+
+/// The words of a lowercased question, punctuation dropped.
+fn words(q: &str) -> impl Iterator<Item = &str> {
+    q.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
+}
+
+/// Whether the question gathers a list across memories ("What activities has Melanie done?",
+/// "What do they have in common?", "all the books…") rather than asks for one fact.
+pub fn gathers(question: &str) -> bool {
+    let q = question.to_lowercase();
+    const CUES: [&str; 14] = [
+        " all ",
+        " both ",
+        "in common",
+        "kinds of",
+        "types of",
+        "activities",
+        "hobbies",
+        "ways ",
+        "events",
+        "things",
+        "places",
+        "how many",
+        "has ",
+        "have ",
+    ];
+    let asks_what = matches!(words(&q).next(), Some("what" | "which" | "where" | "who" | "how"));
+    let padded = format!(" {q} ");
+    asks_what && CUES.iter().any(|cue| padded.contains(cue))
+}
+
+/// Whether the question asks what a person would do or be ("Would Caroline pursue writing?",
+/// "What might John's degree be in?"): answered from what they said of themselves.
+pub fn speculates(question: &str) -> bool {
+    words(&question.to_lowercase()).any(|w| matches!(w, "would" | "might" | "likely" | "could" | "probably"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turns_name_prefix_is_its_speaker_and_metadata_wins() {
+        assert_eq!(speaker("Caroline: I went to a support group.", &[]), Some("Caroline"));
+        assert_eq!(speaker("Jean-Luc Picard: Engage.", &[]), Some("Jean-Luc Picard"));
+        assert_eq!(speaker("note: the build needs rustup", &[]), None);
+        assert_eq!(speaker("The deploy failed because: disk full", &[]), None);
+        assert_eq!(speaker("no colon at all", &[]), None);
+        let meta = vec![("speaker".to_string(), "Dana".to_string())];
+        assert_eq!(speaker("Caroline: hi", &meta), Some("Dana"));
+    }
+
+    #[test]
+    fn a_question_names_a_speaker_by_first_name_or_possessive() {
+        assert!(names("What are Melanie's pets' names?", "Melanie"));
+        assert!(names("Where did John Smith go?", "John Smith"));
+        assert!(names("Where did John go?", "John Smith"));
+        assert!(!names("Where did Joanna go?", "John"));
+        assert!(!names("what did melanie paint", "Melanie"), "a lowercase word is not taken for a name");
+    }
+
+    #[test]
+    fn list_questions_gather_and_fact_questions_do_not() {
+        assert!(gathers("What activities does Melanie partake in?"));
+        assert!(gathers("What books has Melanie read?"));
+        assert!(gathers("What subject have Caroline and Melanie both painted?"));
+        assert!(!gathers("When did Caroline go to the LGBTQ support group?"));
+        assert!(!gathers("What is Caroline's identity?"));
+    }
+}
