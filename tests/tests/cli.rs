@@ -209,11 +209,16 @@ fn eval_reports_recall_at_k_in_the_documented_json() {
     // --ablate all: one run per default-on arm, each a full report.
     let mut arms: Vec<&str> = v["ablations"].as_object().unwrap().keys().map(String::as_str).collect();
     arms.sort_unstable();
-    assert_eq!(arms, ["context_previous", "index_dates", "person_prior"], "{v}");
+    assert_eq!(arms, ["context_previous", "index_dates", "person_prior", "question_penalty"], "{v}");
     assert!(v["ablations"]["person_prior"]["per_category"]["4"]["1"].is_number(), "{v}");
-    let unknown = eval(&[&on_the_turns[..], &["--ablate", "nonsense"][..]].concat());
-    let err = String::from_utf8_lossy(&unknown.stderr);
-    assert!(!unknown.status.success() && err.contains("ablate") && err.contains("nonsense"), "{err}");
+    // With --json an error is JSON on stdout too.
+    let failed = |out: std::process::Output| {
+        assert!(!out.status.success());
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["error"].clone()
+    };
+    let unknown = failed(eval(&[&on_the_turns[..], &["--ablate", "nonsense"][..]].concat()));
+    assert_eq!(unknown["field"], "ablate", "{unknown}");
+    assert!(unknown["message"].as_str().unwrap().contains("\"nonsense\" is not an arm"), "{unknown}");
 
     // --compare: B misses the first question at k = 1, so B lost one question there and won none.
     let mut worse = v.clone();
@@ -236,9 +241,8 @@ fn eval_reports_recall_at_k_in_the_documented_json() {
     assert_eq!((overall["won"].as_u64(), overall["lost"].as_u64()), (Some(0), Some(1)), "{cmp}");
     assert_eq!(overall["sign_p"], 1.0, "{cmp}");
     assert_eq!(row("overall", 3)["lost"], 0, "{cmp}");
-    let not_a_run = eval(&["--compare", a.to_str().unwrap(), turns.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&not_a_run.stderr);
-    assert!(!not_a_run.status.success() && err.contains("compare"), "{err}");
+    let not_a_run = failed(eval(&["--compare", a.to_str().unwrap(), turns.to_str().unwrap()]));
+    assert_eq!(not_a_run["field"], "compare", "{not_a_run}");
 }
 
 #[test]

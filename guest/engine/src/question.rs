@@ -1,5 +1,6 @@
 //! What a recall's question asks for, read by rule (no LLM at query time): the people it names
-//! and whether it gathers a list ("what has John done?") rather than looks up one fact.
+//! and whether it gathers a list ("what has John done?") rather than looks up one fact; and
+//! whether a memory is itself a question, which answers nothing.
 
 /// The speaker of a memory: its `speaker` metadata, else the `Name:` prefix of a conversation
 /// turn ("Caroline: I went to…"), else none.
@@ -74,6 +75,36 @@ pub fn speculates(question: &str) -> bool {
     words(&question.to_lowercase()).any(|w| matches!(w, "would" | "might" | "likely" | "could" | "probably"))
 }
 
+/// Fewer words than this outside a memory's questions and it is a question, not a statement.
+const STATEMENT_WORDS: usize = 8;
+
+/// Whether a memory mostly asks rather than tells ("Wow! What got you into running?"): it ends
+/// in a question and says fewer than eight words of statement (a `Name:` prefix and an
+/// `[image: …]` caption left out). Such a turn shares the words of a question about its topic
+/// but holds no answer.
+pub fn asks(content: &str, speaker: Option<&str>) -> bool {
+    let text = content.split(" [image: ").next().unwrap_or(content);
+    let body = speaker
+        .and_then(|s| text.strip_prefix(s))
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(text)
+        .trim();
+    if !body.ends_with('?') {
+        return false;
+    }
+    let (mut statement, mut sentence) = (0, 0);
+    for word in body.split_whitespace() {
+        sentence += 1;
+        if word.ends_with('?') {
+            sentence = 0;
+        } else if word.ends_with(['.', '!']) {
+            statement += sentence;
+            sentence = 0;
+        }
+    }
+    statement < STATEMENT_WORDS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +136,18 @@ mod tests {
         assert!(gathers("What subject have Caroline and Melanie both painted?"));
         assert!(!gathers("When did Caroline go to the LGBTQ support group?"));
         assert!(!gathers("What is Caroline's identity?"));
+    }
+
+    #[test]
+    fn a_turn_that_mostly_asks_is_a_question() {
+        assert!(asks("Caroline: Wow! What got you into running?", Some("Caroline")));
+        assert!(asks("Ah, they're adorable! What are their names?", None));
+        assert!(asks("Mel: How'd they like it? [image: a photo of kids at a museum]", Some("Mel")));
+        assert!(!asks(
+            "Melanie: I've been running farther to de-stress, which has been great. How about you?",
+            Some("Melanie")
+        ));
+        assert!(!asks("Melanie: What a day. We went camping at the beach!", Some("Melanie")));
+        assert!(!asks("Caroline: Yes, I went to the support group last week.", Some("Caroline")));
     }
 }

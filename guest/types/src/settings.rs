@@ -261,6 +261,10 @@ pub struct RecallSettings {
     /// `speaker` metadata), a memory spoken by someone else counts its relevance at 1 − this.
     /// A prior, never a filter (questions do name the wrong person); 0 turns it off.
     pub person_prior: f32,
+    /// A memory that mostly asks (it ends in a question and says fewer than eight words of
+    /// statement, e.g. "Wow! What got you into running?") counts its relevance at 1 − this: it
+    /// shares the words of a question about its topic but holds no answer. 0 turns it off.
+    pub question_penalty: f32,
 }
 
 impl Default for RecallSettings {
@@ -286,6 +290,7 @@ impl Default for RecallSettings {
             prompt_min_relevance: 0.3,
             query_cache: 256,
             person_prior: 0.5,
+            question_penalty: 0.35,
         }
     }
 }
@@ -635,6 +640,7 @@ impl Settings {
         }
         unit("recall.prompt_min_relevance", r.prompt_min_relevance)?;
         unit("recall.person_prior", r.person_prior)?;
+        unit("recall.question_penalty", r.question_penalty)?;
         // An entry holds a vector (1.5 KB at 384 dimensions) and its query (up to
         // limits.max_query_bytes) inside the instance's memory cap.
         if r.query_cache > 4096 {

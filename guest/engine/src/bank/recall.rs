@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use hindsight_types::settings::RecallSettings;
 use hindsight_types::time::{Timestamp, DAY_MS};
 use hindsight_types::{Query, RecallHit, RecallLogEntry, RecallResult, Recalled, ScopeLevel, Status};
 
@@ -166,6 +167,46 @@ impl Bank {
     }
 }
 
+/// Lowers the prior of candidates that are unlikely to answer whatever their words share with
+/// the question: for a question that gathers what named people did (or asks what they would
+/// do), another speaker's memories (`person_prior`); for any question, a memory that is itself a
+/// question (`question_penalty`).
+fn weigh_by_speaker_and_form(
+    banks: &[&mut Bank],
+    evidence: &mut [(usize, u32, Evidence)],
+    query: &str,
+    settings: &RecallSettings,
+) {
+    let by_speaker = settings.person_prior > 0.0 && (question::gathers(query) || question::speculates(query));
+    if !by_speaker && settings.question_penalty <= 0.0 {
+        return;
+    }
+    // Each candidate's speaker read once; each distinct speaker matched against the question once.
+    let candidates: Vec<Option<(&Record, Option<&str>)>> = evidence
+        .iter()
+        .map(|&(b, slot, _)| {
+            let m = banks[b].state.slots.get(slot as usize).and_then(Option::as_ref)?;
+            Some((m, question::speaker(&m.content, &m.metadata)))
+        })
+        .collect();
+    let mut named: Vec<&str> = Vec::new();
+    if by_speaker {
+        named = candidates.iter().flatten().filter_map(|(_, s)| *s).collect();
+        named.sort_unstable();
+        named.dedup();
+        named.retain(|s| question::names(query, s));
+    }
+    for ((_, _, e), candidate) in evidence.iter_mut().zip(&candidates) {
+        let Some((m, speaker)) = candidate else { continue };
+        if !named.is_empty() && speaker.is_some_and(|s| !named.contains(&s)) {
+            e.prior *= 1.0 - settings.person_prior;
+        }
+        if settings.question_penalty > 0.0 && question::asks(&m.content, *speaker) {
+            e.prior *= 1.0 - settings.question_penalty;
+        }
+    }
+}
+
 /// Recall over several banks as one: every bank's candidates in one pool, normalised together
 /// and ranked by one score, so a strong memory in a shared bank outranks a weak private one.
 /// On equal scores the bank listed first wins (private before shared). Each item names its
@@ -189,27 +230,7 @@ pub fn recall_across(banks: &mut [&mut Bank], q: Query) -> Result<RecallResult> 
                 .map(|(slot, e)| (b, slot, e)),
         );
     }
-    if settings.recall.person_prior > 0.0 && (question::gathers(query) || question::speculates(query)) {
-        // Each candidate's speaker read once; each distinct speaker matched against the question once.
-        let speakers: Vec<Option<&str>> = evidence
-            .iter()
-            .map(|&(b, slot, _)| {
-                let m = banks[b].state.slots.get(slot as usize).and_then(Option::as_ref)?;
-                question::speaker(&m.content, &m.metadata)
-            })
-            .collect();
-        let mut distinct: Vec<&str> = speakers.iter().flatten().copied().collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let named: Vec<&str> = distinct.into_iter().filter(|s| question::names(query, s)).collect();
-        if !named.is_empty() {
-            for ((_, _, e), speaker) in evidence.iter_mut().zip(&speakers) {
-                if speaker.is_some_and(|s| !named.contains(&s)) {
-                    e.prior = 1.0 - settings.recall.person_prior;
-                }
-            }
-        }
-    }
+    weigh_by_speaker_and_form(banks, &mut evidence, query, &settings.recall);
     let bounds = Bounds::over(evidence.iter().map(|(_, _, e)| *e));
     let mut ranked: Vec<(usize, u32, Score)> = evidence
         .into_iter()

@@ -367,6 +367,35 @@ fn a_list_question_about_one_person_prefers_what_that_person_said() {
     assert!(first(0.5, "When was Melanie painting?").starts_with("I love painting"));
 }
 
+#[test]
+fn a_memory_that_only_asks_counts_less_than_one_that_tells() {
+    let relevance = |question_penalty: f32| {
+        let mut settings = Settings::default();
+        settings.recall.question_penalty = question_penalty;
+        let store = Arc::new(MemoryStore::new());
+        let mut bank = open_with(&store, Rc::new(NoLlm), settings);
+        bank.retain(
+            vec![
+                Memory::new("Wow! What got you into running marathons?"),
+                Memory::new("I started running marathons after my knee healed"),
+                Memory::new("the weather was rainy all week"),
+            ],
+            NOW,
+        )
+        .unwrap();
+        let hits = bank.recall(query("what got you into running marathons")).unwrap();
+        let of = |start: &str| {
+            let r = hits.items.iter().find(|r| r.memory.content.starts_with(start)).unwrap();
+            (r.score.semantic, r.score.lexical)
+        };
+        (of("Wow!"), of("I started"))
+    };
+    let ((asks_off, tells_off), (asks_on, tells_on)) = (relevance(0.0), relevance(0.35));
+    assert!((asks_on.0 - 0.65 * asks_off.0).abs() < 1e-5 && (asks_on.1 - 0.65 * asks_off.1).abs() < 1e-5);
+    assert!(asks_off.0 > 0.0 && asks_off.1 > 0.0, "{asks_off:?}");
+    assert_eq!(tells_on, tells_off, "a statement keeps its relevance");
+}
+
 /// A store that lets another writer commit just before this instance's next commit: the race
 /// two processes on one file run into.
 type Armed = Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>>;
