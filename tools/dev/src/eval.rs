@@ -440,11 +440,6 @@ fn evaluate(
     let store = Arc::new(SqliteStore::open(&db)?);
     let hs = crate::builder(g, None)?.with_settings(settings.clone()).store(store).no_llm().open()?;
 
-    let mut sums_all: RecallAtK = ks.iter().map(|k| (*k, 0.0)).collect();
-    let mut sums_14 = sums_all.clone();
-    let mut sums_cat: BTreeMap<u32, RecallAtK> = BTreeMap::new();
-    let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
-    let (mut n_all, mut n_14) = (0usize, 0usize);
     let mut per_question = Vec::new();
     // Every question embedded up front, across the workers; recall then runs on vectors.
     if vectors.is_none() {
@@ -467,41 +462,46 @@ fn evaluate(
         let result = hs.bank(&bank_id(&q.conv_id))?.recall(query)?;
         let ranked: Vec<&str> =
             result.items.iter().map(|r| r.memory.meta("dia_id").unwrap_or_default()).collect();
-        let cat = sums_cat.entry(q.category).or_insert_with(|| ks.iter().map(|k| (*k, 0.0)).collect());
-        let mut recall = RecallAtK::new();
-        for &k in ks {
-            let found = ranked.iter().take(k as usize).filter(|d| evidence.contains(*d)).count();
-            let r = found as f64 / evidence.len() as f64;
-            recall.insert(k, r);
-            *sums_all.get_mut(&k).expect("every k") += r;
-            *cat.get_mut(&k).expect("every k") += r;
-            if (1..=4).contains(&q.category) {
-                *sums_14.get_mut(&k).expect("every k") += r;
-            }
-        }
+        let recall = ks
+            .iter()
+            .map(|&k| {
+                let found = ranked.iter().take(k as usize).filter(|d| evidence.contains(*d)).count();
+                (k, found as f64 / evidence.len() as f64)
+            })
+            .collect();
         per_question.push(QuestionRecall {
             qid: q.qid.clone().unwrap_or_else(|| format!("{}:{n}", q.conv_id)),
             category: q.category,
             recall,
         });
-        n_all += 1;
-        if (1..=4).contains(&q.category) {
-            n_14 += 1;
-        }
-        *counts.entry(q.category).or_insert(0) += 1;
     }
-    let mean = |sums: &RecallAtK, n: usize| -> RecallAtK {
-        sums.iter().map(|(k, s)| (*k, if n == 0 { 0.0 } else { 100.0 * s / n as f64 })).collect()
-    };
+    let mut per_category_count: BTreeMap<u32, usize> = BTreeMap::new();
+    for q in &per_question {
+        *per_category_count.entry(q.category).or_insert(0) += 1;
+    }
+    let of_category = |c: u32| per_question.iter().filter(move |q| q.category == c);
     Ok(EvalReport {
-        questions: n_all,
-        overall: mean(&sums_all, n_all),
-        cat1_4: mean(&sums_14, n_14),
-        per_category: sums_cat.iter().map(|(c, s)| (*c, mean(s, counts[c]))).collect(),
-        per_category_count: counts,
+        questions: per_question.len(),
+        overall: mean_recall(&per_question, ks),
+        cat1_4: mean_recall(per_question.iter().filter(|q| (1..=4).contains(&q.category)), ks),
+        per_category: per_category_count.keys().map(|&c| (c, mean_recall(of_category(c), ks))).collect(),
+        per_category_count,
         per_question,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Mean recall (percent) at each k over some questions, summed in the order given; 0 for none.
+pub fn mean_recall<'a>(questions: impl IntoIterator<Item = &'a QuestionRecall>, ks: &[u32]) -> RecallAtK {
+    let mut sums: RecallAtK = ks.iter().map(|k| (*k, 0.0)).collect();
+    let mut n = 0usize;
+    for q in questions {
+        n += 1;
+        for (k, sum) in sums.iter_mut() {
+            *sum += q.recall.get(k).copied().unwrap_or(0.0);
+        }
+    }
+    sums.into_iter().map(|(k, s)| (k, if n == 0 { 0.0 } else { 100.0 * s / n as f64 })).collect()
 }
 
 /// How the eval's banks are made: the global flags (the host), its settings, the component's

@@ -3,23 +3,15 @@
 //! and a two-sided sign test over the questions that changed (averages of ~70 questions move a
 //! point on one question; a paired count says whether a change is more than noise).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{json, Value};
 
 use crate::error::{CliError, CliResult};
-use crate::eval::category_name;
+use crate::eval::{category_name, mean_recall, QuestionRecall};
 use crate::Global;
 
-/// One question's recall at each k, as a run's `per_question` lists it.
-struct Row {
-    qid: String,
-    category: u64,
-    recall: BTreeMap<u32, f64>,
-}
-
-fn read_run(path: &Path, field: &str) -> CliResult<Vec<Row>> {
+fn read_run(path: &Path, field: &str) -> CliResult<Vec<QuestionRecall>> {
     let bytes = crate::read_input(path)?;
     let v: Value = serde_json::from_slice(&bytes)
         .map_err(|e| CliError::field(field, format!("{} is not JSON: {e}", path.display())))?;
@@ -44,9 +36,9 @@ fn read_run(path: &Path, field: &str) -> CliResult<Vec<Row>> {
                 .iter()
                 .map(|(k, v)| Ok((k.parse::<u32>().map_err(|_| bad())?, v.as_f64().ok_or_else(bad)?)))
                 .collect::<CliResult<_>>()?;
-            Ok(Row {
+            Ok(QuestionRecall {
                 qid: r["qid"].as_str().ok_or_else(bad)?.to_string(),
-                category: r["category"].as_u64().ok_or_else(bad)?,
+                category: r["category"].as_u64().and_then(|c| u32::try_from(c).ok()).ok_or_else(bad)?,
                 recall,
             })
         })
@@ -76,20 +68,15 @@ struct Delta {
     lost: usize,
 }
 
-fn delta(pairs: &[(&Row, &Row)], k: u32) -> Delta {
-    let (mut before, mut after, mut won, mut lost) = (0.0, 0.0, 0, 0);
-    for (a, b) in pairs {
-        let (x, y) = (a.recall.get(&k).copied().unwrap_or(0.0), b.recall.get(&k).copied().unwrap_or(0.0));
-        before += x;
-        after += y;
-        if y > x + 1e-9 {
-            won += 1;
-        } else if x > y + 1e-9 {
-            lost += 1;
-        }
+fn delta(pairs: &[(&QuestionRecall, &QuestionRecall)], k: u32) -> Delta {
+    let at = |q: &QuestionRecall| q.recall.get(&k).copied().unwrap_or(0.0);
+    Delta {
+        n: pairs.len(),
+        before: mean_recall(pairs.iter().map(|(a, _)| *a), &[k])[&k],
+        after: mean_recall(pairs.iter().map(|(_, b)| *b), &[k])[&k],
+        won: pairs.iter().filter(|(a, b)| at(b) > at(a) + 1e-9).count(),
+        lost: pairs.iter().filter(|(a, b)| at(a) > at(b) + 1e-9).count(),
     }
-    let n = pairs.len().max(1) as f64;
-    Delta { n: pairs.len(), before: 100.0 * before / n, after: 100.0 * after / n, won, lost }
 }
 
 pub fn run(g: &Global, a_path: &Path, b_path: &Path) -> CliResult<()> {
@@ -109,12 +96,13 @@ pub fn run(g: &Global, a_path: &Path, b_path: &Path) -> CliResult<()> {
         .first()
         .map(|r| r.recall.keys().copied().filter(|k| b[0].recall.contains_key(k)).collect())
         .unwrap_or_default();
-    let mut groups: Vec<(String, Vec<(&Row, &Row)>)> = vec![("overall".into(), a.iter().zip(&b).collect())];
-    let mut categories: Vec<u64> = a.iter().map(|r| r.category).collect();
+    let mut groups: Vec<(String, Vec<(&QuestionRecall, &QuestionRecall)>)> =
+        vec![("overall".into(), a.iter().zip(&b).collect())];
+    let mut categories: Vec<u32> = a.iter().map(|r| r.category).collect();
     categories.sort_unstable();
     categories.dedup();
     for c in categories {
-        let name = format!("category {c} ({})", category_name(c as u32));
+        let name = format!("category {c} ({})", category_name(c));
         groups.push((name, a.iter().zip(&b).filter(|(x, _)| x.category == c).collect()));
     }
     let mut out = Vec::new();
