@@ -209,7 +209,11 @@ fn eval_reports_recall_at_k_in_the_documented_json() {
     // --ablate all: one run per default-on arm, each a full report.
     let mut arms: Vec<&str> = v["ablations"].as_object().unwrap().keys().map(String::as_str).collect();
     arms.sort_unstable();
-    assert_eq!(arms, ["context_previous", "index_dates", "person_prior", "question_penalty"], "{v}");
+    assert_eq!(
+        arms,
+        ["context_previous", "embed_without_names", "index_dates", "person_prior", "question_penalty"],
+        "{v}"
+    );
     assert!(v["ablations"]["person_prior"]["per_category"]["4"]["1"].is_number(), "{v}");
     // With --json an error is JSON on stdout too.
     let failed = |out: std::process::Output| {

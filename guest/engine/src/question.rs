@@ -44,6 +44,47 @@ fn words(q: &str) -> impl Iterator<Item = &str> {
     q.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
 }
 
+/// The question with the speakers it names replaced by "they" ("their" for a possessive), or
+/// none when it names none of `speakers`. Embedded with the name, a question leans towards every
+/// turn that says the name (the other speaker's "Hey Mel!") rather than towards what it asks;
+/// which person it is about is the speaker prior's business.
+pub fn without_speakers<'s>(question: &str, speakers: impl IntoIterator<Item = &'s str>) -> Option<String> {
+    let mut named: Vec<&str> = Vec::new();
+    for speaker in speakers.into_iter().filter(|s| names(question, s)) {
+        named.push(speaker);
+        named.extend(speaker.split(' ').next().filter(|first| *first != speaker));
+    }
+    if named.is_empty() {
+        return None;
+    }
+    // Full names before first names, so "John Smith" goes whole.
+    named.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    let mut out = String::with_capacity(question.len());
+    let mut rest = question;
+    'scan: while !rest.is_empty() {
+        let at_word_start = out.chars().last().is_none_or(|c| !c.is_alphanumeric());
+        if at_word_start {
+            for name in &named {
+                let Some(after) = rest.strip_prefix(name) else { continue };
+                let (replacement, after) = match after.strip_prefix("'s").or_else(|| after.strip_prefix("’s"))
+                {
+                    Some(tail) => ("their", tail),
+                    None => ("they", after),
+                };
+                if after.chars().next().is_none_or(|c| !c.is_alphanumeric()) {
+                    out.push_str(replacement);
+                    rest = after;
+                    continue 'scan;
+                }
+            }
+        }
+        let c = rest.chars().next().expect("rest is not empty");
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    Some(out)
+}
+
 /// Whether the question gathers a list across memories ("What activities has Melanie done?",
 /// "What do they have in common?", "all the books…") rather than asks for one fact.
 pub fn gathers(question: &str) -> bool {
@@ -136,6 +177,25 @@ mod tests {
         assert!(gathers("What subject have Caroline and Melanie both painted?"));
         assert!(!gathers("When did Caroline go to the LGBTQ support group?"));
         assert!(!gathers("What is Caroline's identity?"));
+    }
+
+    #[test]
+    fn the_named_speakers_become_they() {
+        let speakers = ["Melanie", "Caroline", "John Smith"];
+        assert_eq!(
+            without_speakers("What are Melanie's kids' names?", speakers).as_deref(),
+            Some("What are their kids' names?")
+        );
+        assert_eq!(
+            without_speakers("What did Caroline and Melanie both paint?", speakers).as_deref(),
+            Some("What did they and they both paint?")
+        );
+        assert_eq!(
+            without_speakers("Where did John Smith go after John left?", speakers).as_deref(),
+            Some("Where did they go after they left?")
+        );
+        assert_eq!(without_speakers("Did Melanies win?", speakers), None, "a longer word is not the name");
+        assert_eq!(without_speakers("What did Gina open?", speakers), None, "Gina speaks nowhere");
     }
 
     #[test]

@@ -124,3 +124,24 @@ fn a_graph_the_encoder_does_not_know_runs_on_tract_and_says_why() {
     let v = embedder.embed("still embeds").unwrap();
     assert!((dot(&v, &v) - 1.0).abs() < 1e-4);
 }
+
+#[test]
+fn a_long_text_is_embedded_in_windows_so_its_end_counts() {
+    use hindsight_engine::embed::TextEmbedder;
+    let (model, tokenizer) = load();
+    let embedder = Embedder::load(&model, &tokenizer).unwrap();
+    let filler =
+        "We talked about the garden, the weather and our plans for the weekend at length. ".repeat(40);
+    let long = format!("{filler}Our new dentist is Dr. Okafor, whose practice is on Pine Street.");
+    let question = embedder.embed("Who is our dentist now?").unwrap();
+    // One model run reads the first 512 tokens only; the windows cover the whole text.
+    let truncated = embedder.embed(&long).unwrap();
+    let windowed = TextEmbedder::embed_batch(&embedder, &[&long]).unwrap().remove(0);
+    assert!((dot(&windowed, &windowed) - 1.0).abs() < 1e-4, "unit length");
+    let (before, after) = (dot(&truncated, &question), dot(&windowed, &question));
+    assert!(after > before + 0.05, "the fact at the end moved the vector: {before} -> {after}");
+
+    // A text the model's training length holds is one piece, embedded as before bit for bit.
+    let short = "Our new dentist is Dr. Okafor, whose practice is on Pine Street.";
+    assert_eq!(TextEmbedder::embed_batch(&embedder, &[short]).unwrap()[0], embedder.embed(short).unwrap());
+}

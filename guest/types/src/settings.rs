@@ -265,6 +265,10 @@ pub struct RecallSettings {
     /// statement, e.g. "Wow! What got you into running?") counts its relevance at 1 − this: it
     /// shares the words of a question about its topic but holds no answer. 0 turns it off.
     pub question_penalty: f32,
+    /// Embed the query with the bank's speakers it names replaced by "they": embedded with the
+    /// name, a question leans towards every turn that says the name rather than towards what it
+    /// asks. Keyword search and the speaker prior still see the names.
+    pub embed_without_names: bool,
 }
 
 impl Default for RecallSettings {
@@ -291,6 +295,7 @@ impl Default for RecallSettings {
             query_cache: 256,
             person_prior: 0.5,
             question_penalty: 0.35,
+            embed_without_names: true,
         }
     }
 }
@@ -530,11 +535,15 @@ pub struct LexicalSettings {
     /// Add the text of this many sequence predecessors (items retained before it in the same
     /// call and scope), so a reply is found by the words of what it answers.
     pub context_previous: u32,
+    /// A memory of more words than this carries its own context: it borrows no predecessor's
+    /// text, and lends none of its own to a short reply after it (a 300-word turn would
+    /// drown the reply's words and double its document).
+    pub context_max_words: u32,
 }
 
 impl Default for LexicalSettings {
     fn default() -> Self {
-        LexicalSettings { k1: 1.2, b: 0.75, index_dates: true, context_previous: 1 }
+        LexicalSettings { k1: 1.2, b: 0.75, index_dates: true, context_previous: 1, context_max_words: 100 }
     }
 }
 

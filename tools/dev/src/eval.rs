@@ -173,13 +173,18 @@ fn io(e: std::io::Error) -> CliError {
 
 /// The recall arms `--ablate` turns off: name, what it does, and how to turn it off.
 type Arm = (&'static str, &'static str, fn(&mut Settings));
-const ARMS: [Arm; 4] = [
+const ARMS: [Arm; 5] = [
     ("person_prior", "recall.person_prior: the speaker prior of list and would-questions", |s| {
         s.recall.person_prior = 0.0
     }),
     ("question_penalty", "recall.question_penalty: a memory that mostly asks counts less", |s| {
         s.recall.question_penalty = 0.0
     }),
+    (
+        "embed_without_names",
+        "recall.embed_without_names: the query is embedded with its speakers as \"they\"",
+        |s| s.recall.embed_without_names = false,
+    ),
     ("context_previous", "lexical.context_previous: a turn's keywords include its predecessor's", |s| {
         s.lexical.context_previous = 0
     }),

@@ -216,14 +216,27 @@ pub fn recall_across(banks: &mut [&mut Bank], q: Query) -> Result<RecallResult> 
     let first = banks.first().ok_or_else(|| Error::invalid("banks", "must name at least one bank"))?;
     let (query, k) = first.checked_query(&q)?;
     let settings = first.settings.clone();
+    for bank in banks.iter_mut() {
+        bank.sync()?;
+    }
+    let first = &banks[0];
     let query_vector = match q.vector.clone() {
         Some(v) => checked_vector(v, first.embedder.dimension())?,
-        None => first.embedder.embed_query(&first.id, query)?,
+        None => {
+            let unnamed = settings
+                .recall
+                .embed_without_names
+                .then(|| {
+                    let speakers = banks.iter().flat_map(|b| b.state.speakers.keys().map(String::as_str));
+                    question::without_speakers(query, speakers)
+                })
+                .flatten();
+            first.embedder.embed_query(&first.id, unnamed.as_deref().unwrap_or(query))?
+        }
     };
     let pool = (k * settings.recall.candidate_factor).max(50) as usize;
     let mut evidence: Vec<(usize, u32, Evidence)> = Vec::new();
-    for (b, bank) in banks.iter_mut().enumerate() {
-        bank.sync()?;
+    for (b, bank) in banks.iter().enumerate() {
         evidence.extend(
             bank.recall_candidates(&q, now, query, &query_vector, pool)
                 .into_iter()

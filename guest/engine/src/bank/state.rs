@@ -26,6 +26,9 @@ pub(super) struct State {
     pub(super) segments: Vec<(String, Segment)>,
     pub(super) sealed: Vec<bool>,
     pub(super) lexical: LexicalIndex,
+    /// How many memories each speaker (a turn's `Name:` prefix or `speaker` metadata) has said:
+    /// the names a query may mention.
+    pub(super) speakers: FxHashMap<String, u32>,
 }
 
 impl State {
@@ -42,6 +45,7 @@ impl State {
             segments: Vec::new(),
             sealed: Vec::new(),
             lexical: LexicalIndex::new(),
+            speakers: FxHashMap::default(),
         }
     }
 
@@ -67,6 +71,7 @@ impl State {
             }
         };
         self.by_id.insert(memory.id.clone(), slot);
+        self.count_speaker(&memory, true);
         self.slots[slot as usize] = Some(memory);
         slot
     }
@@ -87,7 +92,8 @@ impl State {
     }
 
     /// The keyword document of a memory: its content, the words of its date (month and year)
-    /// when dates are indexed, and the content of the memories just before it in its sequence.
+    /// when dates are indexed, and the content of the memories just before it in its sequence
+    /// when both are short.
     fn lexical_doc(&self, slot: u32, settings: &LexicalSettings, doc: &mut String) -> bool {
         let Some(memory) = self.slots[slot as usize].as_ref() else { return false };
         doc.clear();
@@ -96,9 +102,15 @@ impl State {
             doc.push(' ');
             doc.push_str(&hindsight_types::time::month_year(memory.occurred_at));
         }
-        for prev in self.predecessors(memory, settings.context_previous) {
-            doc.push(' ');
-            doc.push_str(&prev.content);
+        // Context passes only between short memories: a long one says enough by itself, and its
+        // words would drown a short reply's.
+        let short = |m: &Record| m.content.split_whitespace().count() <= settings.context_max_words as usize;
+        if short(memory) {
+            for prev in self.predecessors(memory, settings.context_previous).into_iter().filter(|p| short(p))
+            {
+                doc.push(' ');
+                doc.push_str(&prev.content);
+            }
         }
         true
     }
@@ -143,7 +155,23 @@ impl State {
     /// Replaces a record whose indexed content is unchanged.
     pub(super) fn update(&mut self, memory: Record) {
         if let Some(&slot) = self.by_id.get(&memory.id) {
+            if let Some(old) = self.slots[slot as usize].take() {
+                self.count_speaker(&old, false);
+            }
+            self.count_speaker(&memory, true);
             self.slots[slot as usize] = Some(memory);
+        }
+    }
+
+    fn count_speaker(&mut self, memory: &Record, added: bool) {
+        let Some(speaker) = crate::question::speaker(&memory.content, &memory.metadata) else { return };
+        if added {
+            *self.speakers.entry(speaker.to_string()).or_default() += 1;
+        } else if let Some(n) = self.speakers.get_mut(speaker) {
+            *n -= 1;
+            if *n == 0 {
+                self.speakers.remove(speaker);
+            }
         }
     }
 
@@ -174,7 +202,9 @@ impl State {
             self.sealed[slot as usize] = false;
         }
         self.lexical.remove(slot);
-        self.slots[slot as usize] = None;
+        if let Some(old) = self.slots[slot as usize].take() {
+            self.count_speaker(&old, false);
+        }
         self.free.push(slot);
         for s in dependents {
             self.index_lexical(s, settings);

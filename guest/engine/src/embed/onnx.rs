@@ -18,6 +18,13 @@ pub const MAX_TOKENS: usize = 512;
 /// The most texts in one model run.
 const BATCH: usize = 16;
 
+/// The sentence-transformers models were trained on texts of up to 128 tokens: a longer text is
+/// embedded as overlapping windows of this many tokens, and their vectors averaged, so a fact in
+/// the middle of a 300-word message still shapes the vector (and text past `MAX_TOKENS` counts).
+const WINDOW_TOKENS: usize = 128;
+/// Each window starts this many tokens after the one before it.
+const WINDOW_STRIDE: usize = 64;
+
 type Plan = Arc<TypedRunnableModel>;
 
 pub struct Embedder {
@@ -266,6 +273,52 @@ impl Embedder {
         Ok(out)
     }
 
+    /// The pieces a text is embedded as: itself when the model's training length holds it, else
+    /// overlapping windows of [`WINDOW_TOKENS`] over all of it.
+    fn windows<'t>(&self, text: &'t str) -> Result<Vec<&'t str>> {
+        let encoding =
+            self.tokenizer.encode(text, false).map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
+        // Byte offsets into `text`; the truncated tail is in the overflowing encodings.
+        let mut offsets = encoding.get_offsets().to_vec();
+        for rest in encoding.get_overflowing() {
+            offsets.extend_from_slice(rest.get_offsets());
+        }
+        if offsets.len() <= WINDOW_TOKENS + WINDOW_TOKENS / 4 {
+            return Ok(vec![text]);
+        }
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        loop {
+            let end = (start + WINDOW_TOKENS).min(offsets.len());
+            pieces.push(text.get(offsets[start].0..offsets[end - 1].1).unwrap_or(text));
+            if end == offsets.len() {
+                return Ok(pieces);
+            }
+            start += WINDOW_STRIDE;
+        }
+    }
+
+    /// Embeds texts in batches of similar length: a model run pads every text to the longest.
+    fn embed_grouped(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let mut order: Vec<(usize, usize)> =
+            texts.iter().enumerate().map(|(i, t)| Ok((self.token_count(t)?, i))).collect::<Result<_>>()?;
+        order.sort_unstable();
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        let mut rest = &order[..];
+        while let Some(&(shortest, _)) = rest.first() {
+            // A batch ends where padding would cost more than batching saves.
+            let n =
+                rest.iter().take(BATCH).take_while(|&&(tokens, _)| tokens <= shortest * 5 / 4 + 2).count();
+            let (chunk, tail) = rest.split_at(n);
+            let batch: Vec<&str> = chunk.iter().map(|&(_, i)| texts[i]).collect();
+            for (&(_, i), v) in chunk.iter().zip(Embedder::embed_batch(self, &batch)?) {
+                out[i] = v;
+            }
+            rest = tail;
+        }
+        Ok(out)
+    }
+
     /// How many tokens the tokenizer makes of a text (after truncation).
     pub fn token_count(&self, text: &str) -> Result<usize> {
         Ok(self.tokenizer.encode(text, true).map_err(|e| Error::Model(format!("tokenizer: {e}")))?.len())
@@ -419,23 +472,23 @@ impl super::TextEmbedder for Embedder {
         self.path().as_str()
     }
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        // A model run pads every text to the longest: run texts of similar length together.
-        let mut order: Vec<(usize, usize)> =
-            texts.iter().enumerate().map(|(i, t)| Ok((self.token_count(t)?, i))).collect::<Result<_>>()?;
-        order.sort_unstable();
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        let mut rest = &order[..];
-        while let Some(&(shortest, _)) = rest.first() {
-            // A batch ends where padding would cost more than batching saves.
-            let n =
-                rest.iter().take(BATCH).take_while(|&&(tokens, _)| tokens <= shortest * 5 / 4 + 2).count();
-            let (chunk, tail) = rest.split_at(n);
-            let batch: Vec<&str> = chunk.iter().map(|&(_, i)| texts[i]).collect();
-            for (&(_, i), v) in chunk.iter().zip(Embedder::embed_batch(self, &batch)?) {
-                out[i] = v;
+        let mut pieces: Vec<&str> = Vec::with_capacity(texts.len());
+        let mut owners: Vec<usize> = Vec::with_capacity(texts.len());
+        for (i, text) in texts.iter().enumerate() {
+            for piece in self.windows(text)? {
+                pieces.push(piece);
+                owners.push(i);
             }
-            rest = tail;
         }
+        let vectors = self.embed_grouped(&pieces)?;
+        if pieces.len() == texts.len() {
+            return Ok(vectors);
+        }
+        let mut out = vec![vec![0f32; self.dimension()]; texts.len()];
+        for (v, &i) in vectors.iter().zip(&owners) {
+            out[i].iter_mut().zip(v).for_each(|(acc, x)| *acc += x);
+        }
+        out.iter_mut().for_each(|v| normalize(v));
         Ok(out)
     }
 }
