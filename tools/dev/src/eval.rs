@@ -264,13 +264,10 @@ pub fn run(g: &Global, settings: &Settings, args: &EvalArgs) -> CliResult<()> {
         bar.finish_and_clear();
     }
     let (questions, _): (Vec<Question>, _) = read_jsonl(questions)?;
-    // Embedded by the first run and reused: how questions embed does not depend on recall settings.
-    let mut vectors = None;
-    let report = evaluate(g, &banks, &questions, &mut vectors, &ks, settings)?;
+    let report = evaluate(g, &banks, &questions, &ks, settings)?;
     let mut ablations = Vec::new();
     for arm in arms {
-        ablations
-            .push((arm, evaluate(g, &banks, &questions, &mut vectors, &ks, &without_arm(settings, arm))?));
+        ablations.push((arm, evaluate(g, &banks, &questions, &ks, &without_arm(settings, arm))?));
     }
     if g.json {
         let mut v = report.to_json();
@@ -433,7 +430,6 @@ fn evaluate(
     g: &Global,
     banks: &BuiltBanks,
     questions: &[Question],
-    vectors: &mut Option<Vec<Vec<f32>>>,
     ks: &[u32],
     settings: &Settings,
 ) -> CliResult<EvalReport> {
@@ -446,13 +442,9 @@ fn evaluate(
     let hs = crate::builder(g, None)?.with_settings(settings.clone()).store(store).no_llm().open()?;
 
     let mut per_question = Vec::new();
-    // Every question embedded up front, across the workers; recall then runs on vectors.
-    if vectors.is_none() {
-        let asked: Vec<&str> = questions.iter().map(|q| q.question.as_str()).collect();
-        *vectors = Some(hs.embed(&asked)?);
-    }
-    let question_vectors = vectors.as_deref().unwrap_or_default();
-    for (n, (q, vector)) in questions.iter().zip(question_vectors).enumerate() {
+    // Recall embeds each question itself, as it would a user's: what it embeds depends on the
+    // settings (recall.embed_without_names) and the bank (its speakers).
+    for (n, q) in questions.iter().enumerate() {
         let evidence: HashSet<&str> = q.evidence.iter().map(String::as_str).collect();
         if evidence.is_empty() {
             continue;
@@ -463,7 +455,7 @@ fn evaluate(
                 format!("question about conversation {:?}, which has no turns", q.conv_id),
             ));
         };
-        let query = Query::new(q.question.clone()).vector(vector.clone()).k(max_k).at(now).prompt_tokens(0);
+        let query = Query::new(q.question.clone()).k(max_k).at(now).prompt_tokens(0);
         let result = hs.bank(&bank_id(&q.conv_id))?.recall(query)?;
         let ranked: Vec<&str> =
             result.items.iter().map(|r| r.memory.meta("dia_id").unwrap_or_default()).collect();
