@@ -26,6 +26,14 @@ pub(super) fn open_with(store: &Arc<MemoryStore>, llm: Rc<dyn Llm>, settings: Se
     open_dim(store, 1024, llm, settings)
 }
 
+/// A bank of its own (a fresh store, no LLM) with the default settings as `change` leaves them:
+/// for comparing one setting's values.
+pub(super) fn open_changed(change: impl FnOnce(&mut Settings)) -> Bank {
+    let mut settings = Settings::default();
+    change(&mut settings);
+    open_with(&Arc::new(MemoryStore::new()), Rc::new(NoLlm), settings)
+}
+
 pub(super) fn open_dim(
     store: &Arc<MemoryStore>,
     dimension: usize,

@@ -333,10 +333,7 @@ fn a_long_memory_neither_borrows_nor_lends_sequence_context() {
     assert!(lexical("database", "assistant: here is") > 0.0);
 
     // Short memories still lend: the setting turned up, the long answer counts as short.
-    let mut settings = Settings::default();
-    settings.lexical.context_max_words = 1000;
-    let store = Arc::new(MemoryStore::new());
-    let mut bank = open_with(&store, Rc::new(NoLlm), settings);
+    let mut bank = open_changed(|s| s.lexical.context_max_words = 1000);
     bank.retain(
         vec![Memory::new(long("database")).sequence(), Memory::new("user: sounds good, go ahead").sequence()],
         NOW,
@@ -390,10 +387,7 @@ fn a_list_question_about_one_person_prefers_what_that_person_said() {
         ]
     };
     let ranked = |person_prior: f32, question: &str| {
-        let mut settings = Settings::default();
-        settings.recall.person_prior = person_prior;
-        let store = Arc::new(MemoryStore::new());
-        let mut bank = open_with(&store, Rc::new(NoLlm), settings);
+        let mut bank = open_changed(|s| s.recall.person_prior = person_prior);
         bank.retain(turns(), NOW).unwrap();
         let hits = bank.recall(query(question)).unwrap();
         hits.items.iter().map(|r| (r.memory.content.clone(), r.score.total)).collect::<Vec<_>>()
@@ -423,10 +417,7 @@ fn a_list_question_about_one_person_prefers_what_that_person_said() {
 #[test]
 fn a_question_is_embedded_without_the_speakers_it_names() {
     let similarity_to_greeting = |embed_without_names: bool| {
-        let mut settings = Settings::default();
-        settings.recall.embed_without_names = embed_without_names;
-        let store = Arc::new(MemoryStore::new());
-        let mut bank = open_with(&store, Rc::new(NoLlm), settings);
+        let mut bank = open_changed(|s| s.recall.embed_without_names = embed_without_names);
         bank.retain(
             vec![
                 Memory::new("Caroline: Hey Melanie, good to see you!"),
@@ -446,10 +437,7 @@ fn a_question_is_embedded_without_the_speakers_it_names() {
 #[test]
 fn a_memory_that_only_asks_counts_less_than_one_that_tells() {
     let relevance = |question_penalty: f32| {
-        let mut settings = Settings::default();
-        settings.recall.question_penalty = question_penalty;
-        let store = Arc::new(MemoryStore::new());
-        let mut bank = open_with(&store, Rc::new(NoLlm), settings);
+        let mut bank = open_changed(|s| s.recall.question_penalty = question_penalty);
         bank.retain(
             vec![
                 Memory::new("Wow! What got you into running marathons?"),
