@@ -211,7 +211,14 @@ fn eval_reports_recall_at_k_in_the_documented_json() {
     arms.sort_unstable();
     assert_eq!(
         arms,
-        ["context_previous", "embed_without_names", "index_dates", "person_prior", "question_penalty"],
+        [
+            "context_previous",
+            "embed_without_names",
+            "index_dates",
+            "person_prior",
+            "question_penalty",
+            "sentence_keys"
+        ],
         "{v}"
     );
     assert!(v["ablations"]["person_prior"]["per_category"]["4"]["1"].is_number(), "{v}");

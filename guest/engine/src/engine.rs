@@ -49,6 +49,24 @@ impl Engine {
         self.embedder.embed_batch(texts)
     }
 
+    /// Embeds as a bank's retain does (with `recall.sentence_keys`): each text's vector followed
+    /// by its sentence keys, one list per text, for a host that embeds a batch before retaining it.
+    pub fn embed_keyed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if !self.settings.recall.sentence_keys {
+            return self.embed(texts);
+        }
+        Ok(self
+            .embedder
+            .embed_keyed(texts)?
+            .into_iter()
+            .map(|k| {
+                let mut v = k.vector;
+                k.sentences.iter().for_each(|s| v.extend_from_slice(s));
+                v
+            })
+            .collect())
+    }
+
     /// The ids of the banks `store` holds.
     pub fn banks(&self, store: &dyn Store) -> Result<Vec<String>> {
         crate::bank::banks(store)

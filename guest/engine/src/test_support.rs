@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use hindsight_types::{MemoryStore, Op, Store, StoreError};
 
-use crate::embed::{normalize, TextEmbedder};
+use crate::embed::{normalize, sentence_spans, Keyed, TextEmbedder};
 use crate::fingerprint::fingerprint;
 use crate::Result;
 
@@ -27,20 +27,31 @@ impl TextEmbedder for HashEmbedder {
         self.dimension
     }
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|t| self.bag(t)).collect())
+    }
+    /// Each sentence's key is the bag of its own terms.
+    fn embed_keyed(&self, texts: &[&str]) -> Result<Vec<Keyed>> {
         Ok(texts
             .iter()
-            .map(|t| {
-                let mut v = vec![0f32; self.dimension];
-                for term in crate::lexical::tokenize(t) {
-                    v[(fingerprint(term.as_bytes()) % self.dimension as u64) as usize] += 1.0;
-                }
-                if v.iter().all(|x| *x == 0.0) {
-                    v[0] = 1.0;
-                }
-                normalize(&mut v);
-                v
+            .map(|t| Keyed {
+                vector: self.bag(t),
+                sentences: sentence_spans(t).into_iter().map(|r| self.bag(&t[r])).collect(),
             })
             .collect())
+    }
+}
+
+impl HashEmbedder {
+    fn bag(&self, text: &str) -> Vec<f32> {
+        let mut v = vec![0f32; self.dimension];
+        for term in crate::lexical::tokenize(text) {
+            v[(fingerprint(term.as_bytes()) % self.dimension as u64) as usize] += 1.0;
+        }
+        if v.iter().all(|x| *x == 0.0) {
+            v[0] = 1.0;
+        }
+        normalize(&mut v);
+        v
     }
 }
 

@@ -145,3 +145,31 @@ fn a_long_text_is_embedded_in_windows_so_its_end_counts() {
     let short = "Our new dentist is Dr. Okafor, whose practice is on Pine Street.";
     assert_eq!(TextEmbedder::embed_batch(&embedder, &[short]).unwrap()[0], embedder.embed(short).unwrap());
 }
+
+#[test]
+fn sentence_keys_come_from_the_same_run_and_agree_between_encoder_and_tract() {
+    use hindsight_engine::embed::{InferencePath, TextEmbedder};
+    let (model, tokenizer) = load();
+    let ours = Embedder::load_on(&model, &tokenizer, InferencePath::Encoder).unwrap();
+    let tract = Embedder::load_on(&model, &tokenizer, InferencePath::Tract).unwrap();
+    let chatty =
+        "Melanie: Yep, Caroline. Taking care of ourselves is vital. I'm off to go swimming with the kids.";
+    let single = "Melanie: I'm off to go swimming with the kids.";
+    let a = ours.embed_keyed(&[chatty, single]).unwrap();
+    let b = tract.embed_keyed(&[chatty, single]).unwrap();
+    // The keys cost no model run of their own: the vector is the one embed_batch makes.
+    assert_eq!(a[0].vector, TextEmbedder::embed_batch(&ours, &[chatty]).unwrap()[0]);
+    assert_eq!(a[0].sentences.len(), 3);
+    assert!(a[1].sentences.is_empty(), "one sentence: its vector is its key");
+    for (x, y) in a[0].sentences.iter().zip(&b[0].sentences) {
+        assert!(dot(x, y) > 0.995, "encoder and tract keys differ: {}", dot(x, y));
+    }
+    // Each key is its own sentence's: a question about one sentence is nearest that one's key.
+    let nearest = |q: &str| {
+        let q = ours.embed(q).unwrap();
+        let scores: Vec<f32> = a[0].sentences.iter().map(|k| dot(k, &q)).collect();
+        (0..scores.len()).max_by(|&i, &j| scores[i].total_cmp(&scores[j])).unwrap()
+    };
+    assert_eq!(nearest("Who went swimming with the children?"), 2);
+    assert_eq!(nearest("Is self-care important?"), 1);
+}

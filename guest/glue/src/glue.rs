@@ -84,6 +84,11 @@ impl wit::GuestEngine for EngineResource {
         Ok(self.0.embed(&refs)?)
     }
 
+    fn embed_keyed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, types::Error> {
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        Ok(self.0.embed_keyed(&refs)?)
+    }
+
     fn banks(&self) -> Result<Vec<String>, types::Error> {
         Ok(self.0.banks(&HostStore)?)
     }

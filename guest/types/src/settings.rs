@@ -269,6 +269,14 @@ pub struct RecallSettings {
     /// name, a question leans towards every turn that says the name rather than towards what it
     /// asks. Keyword search and the speaker prior still see the names.
     pub embed_without_names: bool,
+    /// A memory of several sentences is also embedded per sentence, from the same model run (its
+    /// tokens' states averaged per sentence, kept as int8 beside its vector), so a question about
+    /// one sentence of a chatty message finds it. Off: new memories get no keys and recall
+    /// ignores those stored.
+    pub sentence_keys: bool,
+    /// How much a memory's best sentence counts in its similarity to the query, 0..1; the rest is
+    /// its whole vector's cosine.
+    pub sentence_weight: f32,
 }
 
 impl Default for RecallSettings {
@@ -296,6 +304,8 @@ impl Default for RecallSettings {
             person_prior: 0.5,
             question_penalty: 0.35,
             embed_without_names: true,
+            sentence_keys: true,
+            sentence_weight: 0.85,
         }
     }
 }
@@ -650,6 +660,7 @@ impl Settings {
         unit("recall.prompt_min_relevance", r.prompt_min_relevance)?;
         unit("recall.person_prior", r.person_prior)?;
         unit("recall.question_penalty", r.question_penalty)?;
+        unit("recall.sentence_weight", r.sentence_weight)?;
         // An entry holds a vector (1.5 KB at 384 dimensions) and its query (up to
         // limits.max_query_bytes) inside the instance's memory cap.
         if r.query_cache > 4096 {

@@ -122,7 +122,7 @@ impl Bank {
         }
         // The engine embeds the trimmed content: so does this.
         let texts: Vec<&str> = missing.iter().map(|&i| items[i].content.trim()).collect();
-        let vectors = self.hs.embed(&texts)?;
+        let vectors = self.hs.embed_keyed(&texts)?;
         for (i, v) in missing.into_iter().zip(vectors) {
             items[i].vector = Some(v);
         }

@@ -130,10 +130,28 @@ impl Hindsight {
     /// Embeds texts with the engine's model (unit-length vectors), inside the sandbox. Many
     /// texts are shared out among the workers, so they embed on every core.
     pub fn embed<S: AsRef<str>>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>> {
+        self.embed_spread(texts, false)
+    }
+
+    /// Embeds texts as a bank's retain does, for [`Bank::embed_missing`](crate::Bank::embed_missing):
+    /// each text's vector followed by its sentence keys.
+    pub(crate) fn embed_keyed<S: AsRef<str>>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>> {
+        self.embed_spread(texts, true)
+    }
+
+    fn embed_spread<S: AsRef<str>>(&self, texts: &[S], keyed: bool) -> Result<Vec<Vec<f32>>> {
         let texts: Vec<String> = texts.iter().map(|t| t.as_ref().to_string()).collect();
         let workers = self.spread_workers();
         if texts.len() < SPREAD_MIN || workers == 1 {
-            return self.pool.call(ENGINE_KEY, move |w| w.with_engine(|e, s, h| e.call_embed(s, h, &texts)));
+            return self.pool.call(ENGINE_KEY, move |w| {
+                w.with_engine(|e, s, h| {
+                    if keyed {
+                        e.call_embed_keyed(s, h, &texts)
+                    } else {
+                        e.call_embed(s, h, &texts)
+                    }
+                })
+            });
         }
         // A model run pads its texts to the longest: chunks of similar length, shortest first,
         // dealt in turn. At most two chunks wait on a worker at a time, so a call for another
@@ -163,9 +181,15 @@ impl Hindsight {
                 place(done, job)?;
             }
             let batch: Vec<String> = ix.iter().map(|&i| texts[i].clone()).collect();
-            let job = self
-                .pool
-                .submit_on(n % workers, move |w| w.with_engine(|e, s, h| e.call_embed(s, h, &batch)))?;
+            let job = self.pool.submit_on(n % workers, move |w| {
+                w.with_engine(|e, s, h| {
+                    if keyed {
+                        e.call_embed_keyed(s, h, &batch)
+                    } else {
+                        e.call_embed(s, h, &batch)
+                    }
+                })
+            })?;
             in_flight.push_back((ix, job));
         }
         for (ix, job) in in_flight {

@@ -173,7 +173,7 @@ fn io(e: std::io::Error) -> CliError {
 
 /// The recall arms `--ablate` turns off: name, what it does, and how to turn it off.
 type Arm = (&'static str, &'static str, fn(&mut Settings));
-const ARMS: [Arm; 5] = [
+const ARMS: [Arm; 6] = [
     ("person_prior", "recall.person_prior: the speaker prior of list and would-questions", |s| {
         s.recall.person_prior = 0.0
     }),
@@ -185,6 +185,9 @@ const ARMS: [Arm; 5] = [
         "recall.embed_without_names: the query is embedded with its speakers as \"they\"",
         |s| s.recall.embed_without_names = false,
     ),
+    ("sentence_keys", "recall.sentence_keys: a memory's best sentence counts in its similarity", |s| {
+        s.recall.sentence_keys = false
+    }),
     ("context_previous", "lexical.context_previous: a turn's keywords include its predecessor's", |s| {
         s.lexical.context_previous = 0
     }),

@@ -115,9 +115,8 @@ pub struct EvalArgs {
     #[arg(long)]
     pub no_cache: bool,
     /// Also run with each of these recall arms off (comma-separated: person_prior,
-    /// question_penalty, embed_without_names, context_previous, index_dates; or all, every arm
-    /// on in the settings)
-    /// and print each arm's contribution per category.
+    /// question_penalty, embed_without_names, sentence_keys, context_previous, index_dates; or
+    /// all, every arm on in the settings) and print each arm's contribution per category.
     #[arg(long, value_name = "ARM[,ARM]", requires = "turns")]
     pub ablate: Option<String>,
     /// Compare two `eval --json` runs on the same questions: per-category recall, the questions

@@ -193,7 +193,7 @@ impl Bank {
 
         let mut ops: Vec<Op> = touched.values().map(|m| self.put_memory(m)).collect();
         ops.push(self.put_memory(&new));
-        ops.push(self.put_vector(&new.id, &vector));
+        ops.push(self.put_vector(&new.id, &vector, None));
         for m in touched.into_values() {
             self.state.update(m);
         }

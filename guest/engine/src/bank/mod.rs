@@ -1,9 +1,9 @@
 //! A bank: one tenant's memories, their indexes, and every operation on them over the store.
 //!
 //! Keys (all under `b/<bank>/`): `seq` the commit sequence, `meta` the bank's model and stored
-//! format, `m/<id>` a record (JSON), `v/<id>` its vector (little-endian f32), `s/<n>` a sealed
-//! index segment, `lexical` the keyword index snapshot, `t/<id>` a task. Indexes live in memory
-//! and are rebuilt (or restored) from these on open.
+//! format, `m/<id>` a record (JSON), `v/<id>` its vector (little-endian f32, then its sentence
+//! keys if any), `s/<n>` a sealed index segment, `lexical` the keyword index snapshot, `t/<id>` a
+//! task. Indexes live in memory and are rebuilt (or restored) from these on open.
 
 mod audit;
 mod browse;
@@ -25,7 +25,7 @@ use hindsight_types::{Erasure, Kind, MemoryRecord, Named, Status};
 pub use hindsight_types::{RetainAction, RetainOutcome, Stats};
 use serde::{Deserialize, Serialize};
 
-use crate::embed::TextEmbedder;
+use crate::embed::{SentenceKeys, TextEmbedder, MAX_KEYS};
 use crate::llm::Llm;
 use crate::record::Record;
 use crate::segment::Segment;
@@ -259,10 +259,11 @@ impl Bank {
         let dim = self.embedder.dimension();
         state.vectors.reserve(state.by_id.len());
         scan_all(&*self.store, &vprefix, |key, bytes| {
-            let v = decode_vector(&bytes);
             if let Some(&slot) = state.by_id.get(&key[vprefix.len()..]) {
-                if v.len() == dim {
-                    state.vectors.insert(slot, &v);
+                if bytes.len() >= dim * 4 {
+                    let (v, keys) = bytes.split_at(dim * 4);
+                    state.vectors.insert(slot, &decode_vector(v));
+                    state.set_sentences(slot, SentenceKeys::decode(dim, keys));
                 }
             }
             Ok(())
@@ -456,8 +457,13 @@ impl Bank {
         Op::Put(self.key("meta"), serde_json::to_vec(meta).expect("meta serialises"))
     }
 
-    fn put_vector(&self, id: &str, vector: &[f32]) -> Op {
-        Op::Put(self.key(&format!("v/{id}")), encode_vector(vector))
+    /// `v/<id>`: the vector, then the memory's sentence keys when it has them.
+    fn put_vector(&self, id: &str, vector: &[f32], sentences: Option<&SentenceKeys>) -> Op {
+        let mut bytes = encode_vector(vector);
+        if let Some(keys) = sentences {
+            keys.encode(&mut bytes);
+        }
+        Op::Put(self.key(&format!("v/{id}")), bytes)
     }
 
     fn put_memory(&self, memory: &Record) -> Op {
@@ -787,6 +793,17 @@ fn checked_vector(mut v: Vec<f32>, dim: usize) -> Result<Vec<f32>> {
     }
     crate::embed::normalize(&mut v);
     Ok(v)
+}
+
+/// A retained item's vector as the host gave it: the memory's vector, optionally followed by its
+/// sentence keys (what `embed_keyed` answers), each checked and normalised.
+fn checked_keyed_vector(mut v: Vec<f32>, dim: usize) -> Result<(Vec<f32>, Vec<Vec<f32>>)> {
+    let keys = if dim > 0 && v.len() > dim && v.len().is_multiple_of(dim) && v.len() / dim <= MAX_KEYS + 1 {
+        v.split_off(dim).chunks_exact(dim).map(|k| checked_vector(k.to_vec(), dim)).collect::<Result<_>>()?
+    } else {
+        Vec::new()
+    };
+    Ok((checked_vector(v, dim)?, keys))
 }
 
 fn encode_vector(v: &[f32]) -> Vec<u8> {

@@ -43,7 +43,8 @@ impl Bank {
     }
 
     /// The bank's candidates for a query: the `pool` nearest by vector and the `pool` best by
-    /// keywords, each with both kinds of evidence.
+    /// keywords, each with both kinds of evidence (similarity with the memory's best sentence
+    /// counted in: the keys rescore candidates, they do not find them).
     fn recall_candidates(
         &self,
         q: &Query,
@@ -66,13 +67,16 @@ impl Bank {
         };
         let dense = state.search_vectors(query_vector, pool, eligible);
         let lexical = state.lexical.search(query, &self.settings.lexical, pool, eligible);
+        let weight =
+            if self.settings.recall.sentence_keys { self.settings.recall.sentence_weight } else { 0.0 };
         let mut evidence: HashMap<u32, Evidence> = HashMap::new();
-        for &(slot, similarity) in &dense {
-            evidence.insert(slot, Evidence::new(similarity, 0.0));
+        for &(slot, whole) in &dense {
+            evidence.insert(slot, Evidence::new(state.similarity(slot, query_vector, whole, weight), 0.0));
         }
         for &(slot, bm25) in &lexical {
             evidence.entry(slot).and_modify(|e| e.bm25 = bm25).or_insert_with(|| {
-                Evidence::new(crate::index::dot(query_vector, state.vector(slot).unwrap_or(&[])), bm25)
+                let whole = crate::index::dot(query_vector, state.vector(slot).unwrap_or(&[]));
+                Evidence::new(state.similarity(slot, query_vector, whole, weight), bm25)
             });
         }
         evidence

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Deserialize;
 
 use super::judging::{Candidate, LlmVerdicts, Relation};
-use super::{checked_vector, Bank, RetainAction, RetainOutcome};
+use super::{checked_keyed_vector, Bank, RetainAction, RetainOutcome};
+use crate::embed::{Keyed, SentenceKeys};
 use crate::filter::{self, KeepReason, Verdict};
 use crate::llm::{parse_json, LlmError, LlmOperation, LlmRequest};
 use crate::record::{Record, TAG_CONSTRAINT, TAG_PREFERENCE};
@@ -19,6 +20,8 @@ use hindsight_types::{Memory, Source, Status};
 struct Pending {
     memory: Record,
     vector: Option<Vec<f32>>,
+    /// Its sentence keys, as the model made them (quantised when it is placed).
+    sentences: Vec<Vec<f32>>,
     force: bool,
     parallel: bool,
     /// Follows the item before it in the call, as the next turn of a conversation does.
@@ -96,7 +99,7 @@ impl Bank {
         };
 
         let mut touched: BTreeMap<String, Record> = BTreeMap::new();
-        let mut new_vectors: Vec<(String, Vec<f32>)> = Vec::new();
+        let mut new_vectors: Vec<(String, Vec<f32>, Option<SentenceKeys>)> = Vec::new();
         let mut last_created: Option<Record> = None;
         for (index, p) in pending.iter_mut().enumerate().filter(|(_, p)| p.outcome.is_none()) {
             let vector = p.vector.take().expect("embedded");
@@ -113,7 +116,15 @@ impl Bank {
                 outcome.action,
                 RetainAction::Created | RetainAction::Superseded | RetainAction::Merged
             ) {
-                new_vectors.push((p.memory.id.clone(), vector));
+                let keys = if self.settings.recall.sentence_keys {
+                    SentenceKeys::quantize(vector.len(), &std::mem::take(&mut p.sentences))
+                } else {
+                    None
+                };
+                if let Some(&slot) = self.state.by_id.get(&p.memory.id) {
+                    self.state.set_sentences(slot, keys.clone());
+                }
+                new_vectors.push((p.memory.id.clone(), vector, keys));
             }
             if matches!(outcome.action, RetainAction::Created | RetainAction::Superseded) {
                 last_created = Some(p.memory.clone());
@@ -122,7 +133,7 @@ impl Bank {
         }
 
         let mut ops: Vec<Op> = touched.values().map(|m| self.put_memory(m)).collect();
-        ops.extend(new_vectors.iter().map(|(id, v)| self.put_vector(id, v)));
+        ops.extend(new_vectors.iter().map(|(id, v, keys)| self.put_vector(id, v, keys.as_ref())));
         // A buffer past its size is sealed now rather than waiting for maintain, and the keyword
         // index saved with it: a large bank built by retains alone opens fast too.
         if self.state.buffer_len() > self.settings.index.buffer_max as usize {
@@ -142,7 +153,10 @@ impl Bank {
         let mut pending = Vec::with_capacity(items.len());
         for (i, mut item) in items.into_iter().enumerate() {
             let at = |e: Error| e.in_item(i);
-            let vector = item.vector.take().map(|v| checked_vector(v, dim)).transpose().map_err(at)?;
+            let (vector, sentences) = match item.vector.take() {
+                Some(v) => checked_keyed_vector(v, dim).map(|(v, keys)| (Some(v), keys)).map_err(at)?,
+                None => (None, Vec::new()),
+            };
             let (force, parallel, sequence, importance_given) =
                 (item.force, item.parallel, item.sequence, item.importance.is_some());
             let id = self.new_id(now);
@@ -151,6 +165,7 @@ impl Bank {
             pending.push(Pending {
                 memory,
                 vector,
+                sentences,
                 force,
                 parallel,
                 sequence,
@@ -286,8 +301,18 @@ impl Bank {
         if texts.is_empty() {
             return Ok(());
         }
-        for (&i, v) in missing.iter().zip(self.embedder.embed_batch(&texts)?) {
-            pending[i].vector = Some(v);
+        let embedded = if self.settings.recall.sentence_keys {
+            self.embedder.embed_keyed(&texts)?
+        } else {
+            self.embedder
+                .embed_batch(&texts)?
+                .into_iter()
+                .map(|vector| Keyed { vector, sentences: Vec::new() })
+                .collect()
+        };
+        for (&i, k) in missing.iter().zip(embedded) {
+            pending[i].vector = Some(k.vector);
+            pending[i].sentences = k.sentences;
         }
         Ok(())
     }

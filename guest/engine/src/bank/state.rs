@@ -2,6 +2,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::embed::SentenceKeys;
 use crate::fingerprint::fingerprint;
 use crate::index::{TopK, VectorIndex};
 use crate::lexical::LexicalIndex;
@@ -29,6 +30,8 @@ pub(super) struct State {
     /// How many memories each speaker (a turn's `Name:` prefix or `speaker` metadata) has said:
     /// the names a query may mention.
     pub(super) speakers: FxHashMap<String, u32>,
+    /// The sentence keys of the memories that have them (several sentences, embedded by the bank).
+    pub(super) sentences: FxHashMap<u32, SentenceKeys>,
 }
 
 impl State {
@@ -46,6 +49,7 @@ impl State {
             sealed: Vec::new(),
             lexical: LexicalIndex::new(),
             speakers: FxHashMap::default(),
+            sentences: FxHashMap::default(),
         }
     }
 
@@ -58,7 +62,27 @@ impl State {
     pub(super) fn insert(&mut self, memory: Record, vector: &[f32]) -> u32 {
         let slot = self.insert_record(memory);
         self.vectors.insert(slot, vector);
+        self.sentences.remove(&slot);
         slot
+    }
+
+    /// A memory's sentence keys, replacing any it had.
+    pub(super) fn set_sentences(&mut self, slot: u32, keys: Option<SentenceKeys>) {
+        match keys {
+            Some(k) => self.sentences.insert(slot, k),
+            None => self.sentences.remove(&slot),
+        };
+    }
+
+    /// How close `query` is to a memory: its vector's cosine, or, for a memory with sentence
+    /// keys, that blended with its best sentence's (`sentence_weight` of the best sentence).
+    pub(super) fn similarity(&self, slot: u32, query: &[f32], whole: f32, sentence_weight: f32) -> f32 {
+        match self.sentences.get(&slot) {
+            Some(keys) if sentence_weight > 0.0 => {
+                (1.0 - sentence_weight) * whole + sentence_weight * keys.best(query)
+            }
+            _ => whole,
+        }
     }
 
     /// Places a record whose vector the caller adds (to the buffer) itself.
@@ -195,6 +219,7 @@ impl State {
         }
         self.by_id.remove(id);
         self.vectors.remove(slot);
+        self.sentences.remove(&slot);
         if self.is_sealed(slot) {
             for (_, segment) in &mut self.segments {
                 segment.remove(slot);

@@ -820,3 +820,61 @@ fn recall_across_banks_ranks_one_pool_and_names_each_items_bank() {
     let flipped = crate::recall_across(&mut [&mut b, &mut a], q).unwrap();
     assert_eq!(flipped.items[0].bank, "team2");
 }
+
+#[test]
+fn a_chatty_memory_is_found_by_the_sentence_a_question_is_about() {
+    // Its whole vector is mostly greeting; its last sentence is what the question asks.
+    let chatty = "Hey there, lovely to hear from you again. Work has been busy and the weather is grey. \
+                  I went swimming with the kids yesterday.";
+    let similarity = |bank: &mut Bank| {
+        let hits = bank.recall(query("swimming with the kids")).unwrap();
+        hits.items.iter().find(|r| r.memory.content == chatty).unwrap().score.similarity
+    };
+    let store = Arc::new(MemoryStore::new());
+    let mut keyed = open_with(&store, Rc::new(NoLlm), Settings::default());
+    keyed.retain(vec![Memory::new(chatty)], NOW).unwrap();
+    let mut plain = open_changed(|s| s.recall.sentence_keys = false);
+    plain.retain(vec![Memory::new(chatty)], NOW).unwrap();
+    let (with_keys, without) = (similarity(&mut keyed), similarity(&mut plain));
+    assert!(with_keys > without + 0.2, "with keys {with_keys}, without {without}");
+    // The keys are stored with the vector: a bank opened again scores the same.
+    let mut reopened = open_with(&store, Rc::new(NoLlm), Settings::default());
+    assert_eq!(similarity(&mut reopened), with_keys);
+    // Turned off at recall, the stored keys are ignored.
+    let mut ignoring = open_with(&store, Rc::new(NoLlm), {
+        let mut s = Settings::default();
+        s.recall.sentence_keys = false;
+        s
+    });
+    assert_eq!(similarity(&mut ignoring), without);
+}
+
+#[test]
+fn a_host_given_vector_may_carry_sentence_keys_and_a_wrong_length_is_refused() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open_with(&store, Rc::new(NoLlm), Settings::default());
+    let text = "Hey there, lovely to hear from you. I went swimming with the kids yesterday.";
+    let keyed = {
+        use crate::embed::TextEmbedder;
+        let k = HashEmbedder { dimension: 1024 }.embed_keyed(&[text]).unwrap().remove(0);
+        assert_eq!(k.sentences.len(), 2);
+        let mut v = k.vector;
+        k.sentences.iter().for_each(|s| v.extend_from_slice(s));
+        v
+    };
+    let given = bank.retain(vec![Memory::new(text).vector(keyed.clone())], NOW).unwrap().remove(0);
+    let embedded = {
+        let mut other = open_changed(|_| {});
+        other.retain(vec![Memory::new(text)], NOW).unwrap();
+        other.recall(query("swimming with the kids")).unwrap().items[0].score.similarity
+    };
+    let hit = bank.recall(query("swimming with the kids")).unwrap().items.remove(0);
+    assert_eq!(hit.memory.id, given.id.unwrap());
+    assert_eq!(hit.score.similarity, embedded, "the keys the host passed count as the bank's own");
+
+    let before = store.len();
+    let err =
+        bank.retain(vec![Memory::new("another text").vector(keyed[..1024 + 512].to_vec())], NOW).unwrap_err();
+    assert!(err.to_string().contains("vector") && err.to_string().contains("1536"), "{err}");
+    assert_eq!(store.len(), before, "nothing written");
+}

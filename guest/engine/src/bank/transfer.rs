@@ -293,7 +293,7 @@ impl Bank {
             let vector = vector.expect("embedded above");
             record.embedding_model = model.clone();
             ops.push(self.put_memory(&record));
-            ops.push(self.put_vector(&record.id, &vector));
+            ops.push(self.put_vector(&record.id, &vector, None));
             let slot = self.state.insert(record, &vector);
             self.state.index_lexical(slot, &self.settings.lexical);
             report.memories += 1;

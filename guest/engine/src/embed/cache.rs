@@ -48,6 +48,10 @@ impl<E: TextEmbedder> TextEmbedder for QueryCached<E> {
         self.inner.embed_batch(texts)
     }
 
+    fn embed_keyed(&self, texts: &[&str]) -> Result<Vec<super::Keyed>> {
+        self.inner.embed_keyed(texts)
+    }
+
     fn embed_query(&self, bank: &str, text: &str) -> Result<Vec<f32>> {
         if self.capacity == 0 {
             return self.inner.embed_query(bank, text);

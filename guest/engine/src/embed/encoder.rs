@@ -73,10 +73,11 @@ impl Table {
 }
 
 impl Encoder {
-    /// The last hidden state of one or more token sequences, mean-pooled per sequence (not yet
-    /// normalised). Sequences are stacked row after row for the dense layers, so a batch costs no
-    /// padding; attention runs per sequence.
-    pub fn pooled(&self, sequences: &[(&[u32], &[u32])]) -> Result<Vec<Vec<f32>>, String> {
+    /// The last hidden state of one or more token sequences, stacked row after row (one row per
+    /// token), with each sequence's first row and length. Sequences are stacked for the dense
+    /// layers, so a batch costs no padding; attention runs per sequence.
+    #[allow(clippy::type_complexity)]
+    pub fn hidden(&self, sequences: &[(&[u32], &[u32])]) -> Result<(Vec<f32>, Vec<(usize, usize)>), String> {
         let d = self.hidden;
         let mut spans = Vec::with_capacity(sequences.len());
         let mut rows = 0;
@@ -130,16 +131,7 @@ impl Encoder {
             layer.output_norm.apply(&mut h);
         }
 
-        Ok(spans
-            .iter()
-            .map(|&(start, len)| {
-                let mut v = vec![0f32; d];
-                for row in h[start * d..(start + len) * d].chunks_exact(d) {
-                    add(&mut v, row);
-                }
-                v
-            })
-            .collect())
+        Ok((h, spans))
     }
 
     /// Scaled dot-product attention of one sequence, every head, into `context`.

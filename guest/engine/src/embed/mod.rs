@@ -5,9 +5,11 @@ mod cache;
 mod encoder;
 mod kernels;
 mod onnx;
+mod sentences;
 
 pub use cache::QueryCached;
 pub use onnx::{gather_before_dequantize, Embedder, InferencePath, MAX_TOKENS};
+pub use sentences::{sentence_spans, SentenceKeys, MAX_KEYS};
 
 use crate::Result;
 
@@ -19,12 +21,28 @@ pub trait TextEmbedder {
     fn inference(&self) -> &str;
     /// Unit-length vectors, one per text.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+    /// Each text's vector with its sentence keys (see [`SentenceKeys`]); an embedder that makes
+    /// none returns its vectors alone.
+    fn embed_keyed(&self, texts: &[&str]) -> Result<Vec<Keyed>> {
+        Ok(self
+            .embed_batch(texts)?
+            .into_iter()
+            .map(|vector| Keyed { vector, sentences: Vec::new() })
+            .collect())
+    }
     /// A recall's query in bank `bank` (an embedder may answer a repeated one from a cache
     /// kept per bank).
     fn embed_query(&self, bank: &str, text: &str) -> Result<Vec<f32>> {
         let _ = bank;
         Ok(self.embed_batch(&[text])?.remove(0))
     }
+}
+
+/// A text's vector and its sentence keys (unit vectors; none for a text of one sentence).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Keyed {
+    pub vector: Vec<f32>,
+    pub sentences: Vec<Vec<f32>>,
 }
 
 /// Scales to unit length (mean pooling's 1/n cancels out here). A vector already of unit length

@@ -2,6 +2,7 @@
 //! over real tokens and L2-normalised. The model runs on the engine's own encoder when its graph
 //! is a BERT one the encoder recognises and agrees with tract on a probe; otherwise on tract.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use tokenizers::{Tokenizer, TruncationParams};
@@ -9,7 +10,8 @@ use tract_onnx::pb;
 use tract_onnx::prelude::*;
 
 use super::encoder::Encoder;
-use super::normalize;
+use super::sentences::sentence_spans;
+use super::{normalize, Keyed};
 use crate::{Error, Result};
 
 /// BERT's learned position table: nothing longer fits.
@@ -194,6 +196,12 @@ impl Embedder {
     /// Embeds several texts in one model run (padded, with padding masked out of attention and
     /// pooling), which is faster per text than one run each.
     pub fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        Ok(self.run(texts, false)?.into_iter().map(|k| k.vector).collect())
+    }
+
+    /// One model run; the token states of each text are averaged whole, and per sentence when
+    /// `sentences` asks for keys.
+    fn run(&self, texts: &[&str], sentences: bool) -> Result<Vec<Keyed>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -202,14 +210,23 @@ impl Embedder {
             .map(|t| self.tokenizer.encode(*t, true))
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| Error::Model(format!("tokenizer: {e}")))?;
+        let token_spans: Vec<Vec<Range<usize>>> = encodings
+            .iter()
+            .zip(texts)
+            .map(|(e, t)| if sentences { sentence_tokens(e.get_offsets(), t) } else { Vec::new() })
+            .collect();
         let (plan, model_inputs) = match &self.runner {
             Runner::Encoder(encoder) => {
                 let sequences: Vec<(&[u32], &[u32])> =
                     encodings.iter().map(|e| (e.get_ids(), e.get_type_ids())).collect();
-                let mut pooled =
-                    encoder.pooled(&sequences).map_err(|e| Error::Model(format!("encoder: {e}")))?;
-                pooled.iter_mut().for_each(|v| normalize(v));
-                return Ok(pooled);
+                let (hidden, rows) =
+                    encoder.hidden(&sequences).map_err(|e| Error::Model(format!("encoder: {e}")))?;
+                let d = self.dimension;
+                return Ok(rows
+                    .iter()
+                    .zip(&token_spans)
+                    .map(|(&(start, len), spans)| pool(&hidden[start * d..(start + len) * d], d, spans))
+                    .collect());
             }
             Runner::Tract { plan, inputs } => (plan, inputs),
         };
@@ -257,20 +274,15 @@ impl Embedder {
         let dim = shape[2];
         let hidden = hidden.as_standard_layout();
         let flat = hidden.as_slice().ok_or_else(|| Error::Model("model output not contiguous".into()))?;
-        let mut out = Vec::with_capacity(rows);
-        for (r, enc) in encodings.iter().enumerate() {
-            let real = enc.get_ids().len().max(1);
-            let mut v = vec![0f32; dim];
-            for c in 0..real {
-                let token = &flat[(r * width + c) * dim..(r * width + c + 1) * dim];
-                for (acc, x) in v.iter_mut().zip(token) {
-                    *acc += x;
-                }
-            }
-            normalize(&mut v);
-            out.push(v);
-        }
-        Ok(out)
+        Ok(encodings
+            .iter()
+            .zip(&token_spans)
+            .enumerate()
+            .map(|(r, (enc, spans))| {
+                let real = enc.get_ids().len().max(1);
+                pool(&flat[r * width * dim..(r * width + real) * dim], dim, spans)
+            })
+            .collect())
     }
 
     /// The pieces a text is embedded as: itself when the model's training length holds it, else
@@ -299,11 +311,11 @@ impl Embedder {
     }
 
     /// Embeds texts in batches of similar length: a model run pads every text to the longest.
-    fn embed_grouped(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+    fn embed_grouped(&self, texts: &[&str], sentences: bool) -> Result<Vec<Keyed>> {
         let mut order: Vec<(usize, usize)> =
             texts.iter().enumerate().map(|(i, t)| Ok((self.token_count(t)?, i))).collect::<Result<_>>()?;
         order.sort_unstable();
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        let mut out: Vec<Keyed> = vec![Keyed::default(); texts.len()];
         let mut rest = &order[..];
         while let Some(&(shortest, _)) = rest.first() {
             // A batch ends where padding would cost more than batching saves.
@@ -311,7 +323,7 @@ impl Embedder {
                 rest.iter().take(BATCH).take_while(|&&(tokens, _)| tokens <= shortest * 5 / 4 + 2).count();
             let (chunk, tail) = rest.split_at(n);
             let batch: Vec<&str> = chunk.iter().map(|&(_, i)| texts[i]).collect();
-            for (&(_, i), v) in chunk.iter().zip(Embedder::embed_batch(self, &batch)?) {
+            for (&(_, i), v) in chunk.iter().zip(self.run(&batch, sentences)?) {
                 out[i] = v;
             }
             rest = tail;
@@ -472,6 +484,17 @@ impl super::TextEmbedder for Embedder {
         self.path().as_str()
     }
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        Ok(self.embed_windowed(texts, false)?.into_iter().map(|k| k.vector).collect())
+    }
+    fn embed_keyed(&self, texts: &[&str]) -> Result<Vec<Keyed>> {
+        self.embed_windowed(texts, true)
+    }
+}
+
+impl Embedder {
+    /// Texts the model's training length holds in one run each (grouped by length); a longer
+    /// one as the average of its windows' vectors, with no sentence keys (its windows are them).
+    fn embed_windowed(&self, texts: &[&str], sentences: bool) -> Result<Vec<Keyed>> {
         let mut pieces: Vec<&str> = Vec::with_capacity(texts.len());
         let mut owners: Vec<usize> = Vec::with_capacity(texts.len());
         for (i, text) in texts.iter().enumerate() {
@@ -480,15 +503,60 @@ impl super::TextEmbedder for Embedder {
                 owners.push(i);
             }
         }
-        let vectors = self.embed_grouped(&pieces)?;
+        let mut embedded = self.embed_grouped(&pieces, sentences)?;
         if pieces.len() == texts.len() {
-            return Ok(vectors);
+            return Ok(embedded);
         }
-        let mut out = vec![vec![0f32; self.dimension()]; texts.len()];
-        for (v, &i) in vectors.iter().zip(&owners) {
-            out[i].iter_mut().zip(v).for_each(|(acc, x)| *acc += x);
+        let mut out =
+            vec![Keyed { vector: vec![0f32; self.dimension()], sentences: Vec::new() }; texts.len()];
+        let windowed: Vec<bool> =
+            (0..texts.len()).map(|i| owners.iter().filter(|&&o| o == i).count() > 1).collect();
+        for (k, &i) in embedded.iter_mut().zip(&owners) {
+            out[i].vector.iter_mut().zip(&k.vector).for_each(|(acc, x)| *acc += x);
+            if !windowed[i] {
+                out[i].sentences = std::mem::take(&mut k.sentences);
+            }
         }
-        out.iter_mut().for_each(|v| normalize(v));
+        out.iter_mut().for_each(|k| normalize(&mut k.vector));
         Ok(out)
     }
+}
+
+/// The token ranges of a text's sentences (see [`sentence_spans`]): tokens whose bytes lie inside
+/// one. Special tokens (no bytes) belong to none.
+fn sentence_tokens(offsets: &[(usize, usize)], text: &str) -> Vec<Range<usize>> {
+    sentence_spans(text)
+        .into_iter()
+        .filter_map(|span| {
+            let inside = |&(s, e): &(usize, usize)| e > s && s >= span.start && e <= span.end;
+            let first = offsets.iter().position(inside)?;
+            let len = offsets[first..].iter().take_while(|o| inside(o)).count();
+            Some(first..first + len)
+        })
+        .collect()
+}
+
+/// One text's vector (its token states averaged) and its sentence keys (the `[CLS]` state with
+/// each sentence's tokens averaged), normalised. `rows` are its real tokens' states.
+fn pool(rows: &[f32], d: usize, sentences: &[Range<usize>]) -> Keyed {
+    let mean = |tokens: &mut dyn Iterator<Item = usize>| {
+        let mut v = vec![0f32; d];
+        for t in tokens {
+            v.iter_mut().zip(&rows[t * d..(t + 1) * d]).for_each(|(acc, x)| *acc += x);
+        }
+        normalize(&mut v);
+        v
+    };
+    let tokens = rows.len() / d.max(1);
+    let vector = mean(&mut (0..tokens));
+    let sentences = if sentences.len() < 2 {
+        Vec::new()
+    } else {
+        sentences
+            .iter()
+            .filter(|r| r.end <= tokens)
+            .map(|r| mean(&mut std::iter::once(0).chain(r.clone())))
+            .collect()
+    };
+    Keyed { vector, sentences }
 }
