@@ -346,3 +346,34 @@ fn memories_written_during_a_reembed_are_embedded_by_the_next_run() {
     bank.stage_vectors("hash-16", 16, embed(&again)).unwrap();
     assert_eq!(bank.switch_model("hash-16", 16, NOW).unwrap(), 1);
 }
+
+#[test]
+fn an_exported_memory_keeps_its_sentence_keys_when_imported_again() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    retain_one(
+        &mut bank,
+        forced("Good morning to you all. The api key lives in vault path secret/api."),
+        NOW,
+    );
+    let page = bank.export_page(None, 10, true, NOW).unwrap();
+    let copy_store = Arc::new(MemoryStore::new());
+    let mut copy = open(&copy_store);
+    let report = copy.import_lines(&page.lines, 1, false, false, NOW).unwrap();
+    assert_eq!(report.embedded, 0, "the vector and its keys came with the file");
+    let similarity = |b: &mut Bank| b.recall(query("vault api key")).unwrap().items[0].score.similarity;
+    let (here, there) = (similarity(&mut bank), similarity(&mut copy));
+    assert!((here - there).abs() < 1e-3, "{here} here, {there} imported");
+    let mut plain = open_dim(&Arc::new(MemoryStore::new()), 64, Rc::new(NoLlm), {
+        let mut s = Settings::default();
+        s.recall.sentence_keys = false;
+        s
+    });
+    retain_one(
+        &mut plain,
+        forced("Good morning to you all. The api key lives in vault path secret/api."),
+        NOW,
+    );
+    let without = similarity(&mut plain);
+    assert!(here > without + 0.01, "the keys count: {here} with, {without} without");
+}

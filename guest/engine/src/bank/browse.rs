@@ -148,7 +148,7 @@ impl Bank {
         };
         let new_id = self.new_id(now);
         let mut new = crate::record::build(item, new_id, now, &self.settings, self.embedder.model_id())?;
-        let vector = self.embedder.embed_batch(&[new.content.as_str()])?.remove(0);
+        let (vector, keys) = self.embed_stored(&[new.content.as_str()])?.remove(0);
         new.supersedes.push(old.id.clone());
 
         let mut touched: BTreeMap<String, Record> = BTreeMap::new();
@@ -193,11 +193,12 @@ impl Bank {
 
         let mut ops: Vec<Op> = touched.values().map(|m| self.put_memory(m)).collect();
         ops.push(self.put_memory(&new));
-        ops.push(self.put_vector(&new.id, &vector, None));
+        ops.push(self.put_vector(&new.id, &vector, keys.as_ref()));
         for m in touched.into_values() {
             self.state.update(m);
         }
         let slot = self.state.insert(new.clone(), &vector);
+        self.state.set_sentences(slot, keys);
         self.state.index_lexical(slot, &self.settings.lexical);
         self.commit_or_reload(ops, now)?;
         Ok(Correction { memory: new.to_public(), superseded: old.id, cascade })

@@ -457,6 +457,24 @@ impl Bank {
         Op::Put(self.key("meta"), serde_json::to_vec(meta).expect("meta serialises"))
     }
 
+    /// Texts embedded as the bank stores them: each one's vector, and its sentence keys when
+    /// `recall.sentence_keys` is on and it has several sentences.
+    fn embed_stored(&self, texts: &[&str]) -> Result<Vec<(Vec<f32>, Option<SentenceKeys>)>> {
+        if !self.settings.recall.sentence_keys {
+            return Ok(self.embedder.embed_batch(texts)?.into_iter().map(|v| (v, None)).collect());
+        }
+        let dim = self.embedder.dimension();
+        Ok(self
+            .embedder
+            .embed_keyed(texts)?
+            .into_iter()
+            .map(|k| {
+                let keys = SentenceKeys::quantize(dim, &k.sentences);
+                (k.vector, keys)
+            })
+            .collect())
+    }
+
     /// `v/<id>`: the vector, then the memory's sentence keys when it has them.
     fn put_vector(&self, id: &str, vector: &[f32], sentences: Option<&SentenceKeys>) -> Op {
         let mut bytes = encode_vector(vector);
@@ -795,15 +813,20 @@ fn checked_vector(mut v: Vec<f32>, dim: usize) -> Result<Vec<f32>> {
     Ok(v)
 }
 
-/// A retained item's vector as the host gave it: the memory's vector, optionally followed by its
-/// sentence keys (what `embed_keyed` answers), each checked and normalised.
-fn checked_keyed_vector(mut v: Vec<f32>, dim: usize) -> Result<(Vec<f32>, Vec<Vec<f32>>)> {
-    let keys = if dim > 0 && v.len() > dim && v.len().is_multiple_of(dim) && v.len() / dim <= MAX_KEYS + 1 {
+/// A vector as a host gives it (to retain or import): the memory's vector, optionally followed by
+/// its sentence keys (what `embed_keyed` answers, or an export wrote), each checked and
+/// normalised; the keys quantised as the bank keeps them.
+fn checked_keyed_vector(mut v: Vec<f32>, dim: usize) -> Result<(Vec<f32>, Option<SentenceKeys>)> {
+    let keys: Vec<Vec<f32>> = if dim > 0
+        && v.len() > dim
+        && v.len().is_multiple_of(dim)
+        && v.len() / dim <= MAX_KEYS + 1
+    {
         v.split_off(dim).chunks_exact(dim).map(|k| checked_vector(k.to_vec(), dim)).collect::<Result<_>>()?
     } else {
         Vec::new()
     };
-    Ok((checked_vector(v, dim)?, keys))
+    Ok((checked_vector(v, dim)?, SentenceKeys::quantize(dim, &keys)))
 }
 
 fn encode_vector(v: &[f32]) -> Vec<u8> {

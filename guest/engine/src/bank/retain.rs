@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::judging::{Candidate, LlmVerdicts, Relation};
 use super::{checked_keyed_vector, Bank, RetainAction, RetainOutcome};
-use crate::embed::{Keyed, SentenceKeys};
+use crate::embed::SentenceKeys;
 use crate::filter::{self, KeepReason, Verdict};
 use crate::llm::{parse_json, LlmError, LlmOperation, LlmRequest};
 use crate::record::{Record, TAG_CONSTRAINT, TAG_PREFERENCE};
@@ -20,8 +20,8 @@ use hindsight_types::{Memory, Source, Status};
 struct Pending {
     memory: Record,
     vector: Option<Vec<f32>>,
-    /// Its sentence keys, as the model made them (quantised when it is placed).
-    sentences: Vec<Vec<f32>>,
+    /// Its sentence keys, if it has any.
+    sentences: Option<SentenceKeys>,
     force: bool,
     parallel: bool,
     /// Follows the item before it in the call, as the next turn of a conversation does.
@@ -116,11 +116,7 @@ impl Bank {
                 outcome.action,
                 RetainAction::Created | RetainAction::Superseded | RetainAction::Merged
             ) {
-                let keys = if self.settings.recall.sentence_keys {
-                    SentenceKeys::quantize(vector.len(), &std::mem::take(&mut p.sentences))
-                } else {
-                    None
-                };
+                let keys = p.sentences.take().filter(|_| self.settings.recall.sentence_keys);
                 if let Some(&slot) = self.state.by_id.get(&p.memory.id) {
                     self.state.set_sentences(slot, keys.clone());
                 }
@@ -155,7 +151,7 @@ impl Bank {
             let at = |e: Error| e.in_item(i);
             let (vector, sentences) = match item.vector.take() {
                 Some(v) => checked_keyed_vector(v, dim).map(|(v, keys)| (Some(v), keys)).map_err(at)?,
-                None => (None, Vec::new()),
+                None => (None, None),
             };
             let (force, parallel, sequence, importance_given) =
                 (item.force, item.parallel, item.sequence, item.importance.is_some());
@@ -301,18 +297,9 @@ impl Bank {
         if texts.is_empty() {
             return Ok(());
         }
-        let embedded = if self.settings.recall.sentence_keys {
-            self.embedder.embed_keyed(&texts)?
-        } else {
-            self.embedder
-                .embed_batch(&texts)?
-                .into_iter()
-                .map(|vector| Keyed { vector, sentences: Vec::new() })
-                .collect()
-        };
-        for (&i, k) in missing.iter().zip(embedded) {
-            pending[i].vector = Some(k.vector);
-            pending[i].sentences = k.sentences;
+        for (&i, (vector, keys)) in missing.iter().zip(self.embed_stored(&texts)?) {
+            pending[i].vector = Some(vector);
+            pending[i].sentences = keys;
         }
         Ok(())
     }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{decode_vector, encode_vector, Bank};
+use crate::embed::SentenceKeys;
 use crate::record::Record;
 use crate::store::{scan_all, Op};
 use crate::task::Task;
@@ -146,10 +147,15 @@ impl Bank {
             .map_err(|e| Error::Corrupt(format!("bank {}: {tag}/{name}: {e}", self.id)))?;
         let line = match tag {
             "m" => {
-                let vector = vectors
-                    .then(|| self.state.by_id.get(name).and_then(|&slot| self.state.vector(slot)))
-                    .flatten()
-                    .map(|v| base64_encode(&encode_vector(v)));
+                // The vector, then its sentence keys: imported again, it scores as it did here.
+                let vector =
+                    vectors.then(|| self.state.by_id.get(name).copied()).flatten().and_then(|slot| {
+                        let mut bytes = encode_vector(self.state.vector(slot)?);
+                        if let Some(keys) = self.state.sentences.get(&slot) {
+                            keys.dequantized().iter().for_each(|k| bytes.extend(encode_vector(k)));
+                        }
+                        Some(base64_encode(&bytes))
+                    });
                 match vector {
                     Some(v) => json!({"memory": value, "vector": v}),
                     None => json!({"memory": value}),
@@ -204,7 +210,8 @@ impl Bank {
         };
         let mut report = ImportReport::default();
         let mut ops = Vec::new();
-        let mut records: Vec<(Record, Option<Vec<f32>>)> = Vec::new();
+        #[allow(clippy::type_complexity)]
+        let mut records: Vec<(Record, Option<(Vec<f32>, Option<SentenceKeys>)>)> = Vec::new();
         let mut log: Vec<RecallLogEntry> = Vec::new();
         for (i, line) in lines.iter().enumerate().skip(start) {
             if line.trim().is_empty() {
@@ -223,7 +230,7 @@ impl Bank {
                             let bytes = base64_decode(&b64)
                                 .ok_or_else(|| Error::invalid(field(i), "vector: not base64"))?;
                             Some(
-                                super::checked_vector(decode_vector(&bytes), self.embedder.dimension())
+                                super::checked_keyed_vector(decode_vector(&bytes), self.embedder.dimension())
                                     .map_err(at(i, ""))?,
                             )
                         }
@@ -282,19 +289,20 @@ impl Bank {
         let missing: Vec<usize> = (0..records.len()).filter(|&i| records[i].1.is_none()).collect();
         for chunk in missing.chunks(32) {
             let texts: Vec<&str> = chunk.iter().map(|&i| records[i].0.content.as_str()).collect();
-            let vectors = self.embedder.embed_batch(&texts)?;
-            for (&i, v) in chunk.iter().zip(vectors) {
-                records[i].1 = Some(v);
+            for (&i, embedded) in chunk.iter().zip(self.embed_stored(&texts)?) {
+                records[i].1 = Some(embedded);
             }
         }
         report.embedded = missing.len() as u32;
         let model = self.embedder.model_id().to_string();
         for (mut record, vector) in records {
-            let vector = vector.expect("embedded above");
+            let (vector, keys) = vector.expect("embedded above");
+            let keys = keys.filter(|_| self.settings.recall.sentence_keys);
             record.embedding_model = model.clone();
             ops.push(self.put_memory(&record));
-            ops.push(self.put_vector(&record.id, &vector, None));
+            ops.push(self.put_vector(&record.id, &vector, keys.as_ref()));
             let slot = self.state.insert(record, &vector);
+            self.state.set_sentences(slot, keys);
             self.state.index_lexical(slot, &self.settings.lexical);
             report.memories += 1;
         }

@@ -51,7 +51,7 @@ fn push_trimmed(text: &str, range: Range<usize>, spans: &mut Vec<Range<usize>>) 
     }
 }
 
-/// A memory's sentence keys, int8 with one scale each.
+/// A memory's sentence keys, int8 with one scale each (`1 / |codes|`: each key is a unit vector).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SentenceKeys {
     dimension: usize,
@@ -69,9 +69,13 @@ impl SentenceKeys {
         let mut codes = Vec::with_capacity(vectors.len() * dimension);
         for v in vectors.iter().filter(|v| v.len() == dimension) {
             let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
-            let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-            scales.push(scale);
-            codes.extend(v.iter().map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8));
+            let step = if max > 0.0 { max / 127.0 } else { 1.0 };
+            let code: Vec<i8> = v.iter().map(|x| (x / step).round().clamp(-127.0, 127.0) as i8).collect();
+            // The scale makes the stored key unit length, so it scores a cosine whatever the
+            // length of what was quantised (a key exported and imported again keeps its codes).
+            let norm = code.iter().map(|&c| (c as f32) * (c as f32)).sum::<f32>().sqrt();
+            scales.push(if norm > 0.0 { 1.0 / norm } else { 0.0 });
+            codes.extend(code);
         }
         (!scales.is_empty()).then_some(SentenceKeys { dimension, scales, codes })
     }
@@ -91,6 +95,16 @@ impl SentenceKeys {
             .zip(&self.scales)
             .map(|(code, scale)| scale * code.iter().zip(query).map(|(&c, q)| c as f32 * q).sum::<f32>())
             .fold(f32::NEG_INFINITY, f32::max)
+    }
+
+    /// The keys as unit float vectors again (each within a quantisation step of what was
+    /// quantised).
+    pub fn dequantized(&self) -> Vec<Vec<f32>> {
+        self.codes
+            .chunks_exact(self.dimension)
+            .zip(&self.scales)
+            .map(|(code, scale)| code.iter().map(|&c| c as f32 * scale).collect())
+            .collect()
     }
 
     /// Bytes as stored after the memory's vector: per key, its scale (f32, little-endian) then
