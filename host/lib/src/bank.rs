@@ -488,7 +488,7 @@ impl Bank {
                 break;
             }
             let texts: Vec<&str> = pending.iter().map(|(_, text)| text.as_str()).collect();
-            let vectors = to.embed(&texts)?;
+            let vectors = to.embed_keyed(&texts)?;
             let staged: Vec<(String, Vec<f32>)> =
                 pending.into_iter().map(|(id, _)| id).zip(vectors).collect();
             done += staged.len() as u64;

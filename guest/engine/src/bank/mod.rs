@@ -260,10 +260,14 @@ impl Bank {
         state.vectors.reserve(state.by_id.len());
         scan_all(&*self.store, &vprefix, |key, bytes| {
             if let Some(&slot) = state.by_id.get(&key[vprefix.len()..]) {
+                // The vector alone, or with whole keys after it; anything else is embedded again.
                 if bytes.len() >= dim * 4 {
                     let (v, keys) = bytes.split_at(dim * 4);
-                    state.vectors.insert(slot, &decode_vector(v));
-                    state.set_sentences(slot, SentenceKeys::decode(dim, keys));
+                    let keys = SentenceKeys::decode(dim, keys);
+                    if keys.is_some() || bytes.len() == dim * 4 {
+                        state.vectors.insert(slot, &decode_vector(v));
+                        state.set_sentences(slot, keys);
+                    }
                 }
             }
             Ok(())
@@ -813,19 +817,20 @@ fn checked_vector(mut v: Vec<f32>, dim: usize) -> Result<Vec<f32>> {
     Ok(v)
 }
 
-/// A vector as a host gives it (to retain or import): the memory's vector, optionally followed by
-/// its sentence keys (what `embed_keyed` answers, or an export wrote), each checked and
-/// normalised; the keys quantised as the bank keeps them.
+/// A vector as a host gives it (to retain, import or stage): the memory's vector, optionally
+/// followed by its sentence keys (what `embed_keyed` answers, or an export wrote), checked and
+/// normalised; the keys quantised as the bank keeps them. Keys are told apart from a vector of
+/// another model's (wider) dimension by their length: every part is a unit vector, where the
+/// parts of one wide unit vector share a single unit of length between them.
 fn checked_keyed_vector(mut v: Vec<f32>, dim: usize) -> Result<(Vec<f32>, Option<SentenceKeys>)> {
-    let keys: Vec<Vec<f32>> = if dim > 0
+    let unit = |part: &[f32]| (part.iter().map(|x| x * x).sum::<f32>().sqrt() - 1.0).abs() < 1e-3;
+    let keyed = dim > 0
         && v.len() > dim
         && v.len().is_multiple_of(dim)
         && v.len() / dim <= MAX_KEYS + 1
-    {
-        v.split_off(dim).chunks_exact(dim).map(|k| checked_vector(k.to_vec(), dim)).collect::<Result<_>>()?
-    } else {
-        Vec::new()
-    };
+        && v.chunks_exact(dim).all(unit);
+    let keys: Vec<Vec<f32>> =
+        if keyed { v.split_off(dim).chunks_exact(dim).map(<[f32]>::to_vec).collect() } else { Vec::new() };
     Ok((checked_vector(v, dim)?, SentenceKeys::quantize(dim, &keys)))
 }
 

@@ -876,5 +876,10 @@ fn a_host_given_vector_may_carry_sentence_keys_and_a_wrong_length_is_refused() {
     let err =
         bank.retain(vec![Memory::new("another text").vector(keyed[..1024 + 512].to_vec())], NOW).unwrap_err();
     assert!(err.to_string().contains("vector") && err.to_string().contains("1536"), "{err}");
+    // Another model's unit vector of twice the width is not read as a vector and a key.
+    let mut wide: Vec<f32> = (0..2048).map(|i| if i % 7 == 0 { 1.0 } else { 0.0 }).collect();
+    crate::embed::normalize(&mut wide);
+    let err = bank.retain(vec![Memory::new("another text").vector(wide)], NOW).unwrap_err();
+    assert!(err.to_string().contains("2048 dimensions"), "{err}");
     assert_eq!(store.len(), before, "nothing written");
 }

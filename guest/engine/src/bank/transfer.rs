@@ -478,13 +478,18 @@ impl Bank {
             .unwrap_or(Reembedding { model: model.to_string(), dimension, ..Default::default() });
         let mut ops = Vec::new();
         for (i, (id, v)) in vectors.into_iter().enumerate() {
-            let v = super::checked_vector(v, dimension)
+            let (v, keys) = super::checked_keyed_vector(v, dimension)
                 .map_err(|e| Error::invalid(format!("vectors[{i}]"), e.to_string()))?;
             if state.through.as_deref().is_none_or(|t| id.as_str() > t) {
                 state.through = Some(id.clone());
             }
             state.missing.retain(|m| *m != id);
-            ops.push(Op::Put(self.key(&format!("rv/{id}")), encode_vector(&v)));
+            // Staged as `v/` will hold it (the vector, then its keys): the switch copies it over.
+            let mut bytes = encode_vector(&v);
+            if let Some(keys) = keys {
+                keys.encode(&mut bytes);
+            }
+            ops.push(Op::Put(self.key(&format!("rv/{id}")), bytes));
         }
         ops.push(Op::Put(self.key(REEMBED_KEY), serde_json::to_vec(&state).expect("serialises")));
         Ok(self.store.commit(ops)?)

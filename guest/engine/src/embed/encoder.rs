@@ -73,6 +73,11 @@ impl Table {
 }
 
 impl Encoder {
+    /// The hidden state's width: the length of one token's row.
+    pub fn width(&self) -> usize {
+        self.hidden
+    }
+
     /// The last hidden state of one or more token sequences, stacked row after row (one row per
     /// token), with each sequence's first row and length. Sequences are stacked for the dense
     /// layers, so a batch costs no padding; attention runs per sequence.

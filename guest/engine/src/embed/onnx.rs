@@ -221,7 +221,7 @@ impl Embedder {
                     encodings.iter().map(|e| (e.get_ids(), e.get_type_ids())).collect();
                 let (hidden, rows) =
                     encoder.hidden(&sequences).map_err(|e| Error::Model(format!("encoder: {e}")))?;
-                let d = self.dimension;
+                let d = encoder.width();
                 return Ok(rows
                     .iter()
                     .zip(&token_spans)
@@ -522,13 +522,14 @@ impl Embedder {
     }
 }
 
-/// The token ranges of a text's sentences (see [`sentence_spans`]): tokens whose bytes lie inside
-/// one. Special tokens (no bytes) belong to none.
+/// The token ranges of a text's sentences (see [`sentence_spans`]): a token belongs to the
+/// sentence its last byte is in (a tokenizer may count a word's leading space in its offsets).
+/// Special tokens (no bytes) belong to none.
 fn sentence_tokens(offsets: &[(usize, usize)], text: &str) -> Vec<Range<usize>> {
     sentence_spans(text)
         .into_iter()
         .filter_map(|span| {
-            let inside = |&(s, e): &(usize, usize)| e > s && s >= span.start && e <= span.end;
+            let inside = |&(s, e): &(usize, usize)| e > s && span.contains(&(e - 1));
             let first = offsets.iter().position(inside)?;
             let len = offsets[first..].iter().take_while(|o| inside(o)).count();
             Some(first..first + len)
