@@ -479,13 +479,8 @@ impl Bank {
             .collect())
     }
 
-    /// `v/<id>`: the vector, then the memory's sentence keys when it has them.
     fn put_vector(&self, id: &str, vector: &[f32], sentences: Option<&SentenceKeys>) -> Op {
-        let mut bytes = encode_vector(vector);
-        if let Some(keys) = sentences {
-            keys.encode(&mut bytes);
-        }
-        Op::Put(self.key(&format!("v/{id}")), bytes)
+        Op::Put(self.key(&format!("v/{id}")), encode_stored_vector(vector, sentences))
     }
 
     fn put_memory(&self, memory: &Record) -> Op {
@@ -832,6 +827,16 @@ fn checked_keyed_vector(mut v: Vec<f32>, dim: usize) -> Result<(Vec<f32>, Option
     let keys: Vec<Vec<f32>> =
         if keyed { v.split_off(dim).chunks_exact(dim).map(<[f32]>::to_vec).collect() } else { Vec::new() };
     Ok((checked_vector(v, dim)?, SentenceKeys::quantize(dim, &keys)))
+}
+
+/// A memory's vector as `v/<id>` (and a staged `rv/<id>`) holds it: the vector, then its sentence
+/// keys when it has them.
+fn encode_stored_vector(vector: &[f32], sentences: Option<&SentenceKeys>) -> Vec<u8> {
+    let mut bytes = encode_vector(vector);
+    if let Some(keys) = sentences {
+        keys.encode(&mut bytes);
+    }
+    bytes
 }
 
 fn encode_vector(v: &[f32]) -> Vec<u8> {

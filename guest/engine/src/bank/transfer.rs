@@ -484,12 +484,8 @@ impl Bank {
                 state.through = Some(id.clone());
             }
             state.missing.retain(|m| *m != id);
-            // Staged as `v/` will hold it (the vector, then its keys): the switch copies it over.
-            let mut bytes = encode_vector(&v);
-            if let Some(keys) = keys {
-                keys.encode(&mut bytes);
-            }
-            ops.push(Op::Put(self.key(&format!("rv/{id}")), bytes));
+            // Staged as `v/` will hold it: the switch copies it over.
+            ops.push(Op::Put(self.key(&format!("rv/{id}")), super::encode_stored_vector(&v, keys.as_ref())));
         }
         ops.push(Op::Put(self.key(REEMBED_KEY), serde_json::to_vec(&state).expect("serialises")));
         Ok(self.store.commit(ops)?)

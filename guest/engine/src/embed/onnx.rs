@@ -509,11 +509,11 @@ impl Embedder {
         }
         let mut out =
             vec![Keyed { vector: vec![0f32; self.dimension()], sentences: Vec::new() }; texts.len()];
-        let windowed: Vec<bool> =
-            (0..texts.len()).map(|i| owners.iter().filter(|&&o| o == i).count() > 1).collect();
+        let mut pieces_of = vec![0usize; texts.len()];
+        owners.iter().for_each(|&i| pieces_of[i] += 1);
         for (k, &i) in embedded.iter_mut().zip(&owners) {
             out[i].vector.iter_mut().zip(&k.vector).for_each(|(acc, x)| *acc += x);
-            if !windowed[i] {
+            if pieces_of[i] == 1 {
                 out[i].sentences = std::mem::take(&mut k.sentences);
             }
         }
