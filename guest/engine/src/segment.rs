@@ -148,6 +148,15 @@ impl Segment {
         self.row_of.len()
     }
 
+    /// The live members (slot, vector), tombstoned rows left out.
+    pub fn members(&self) -> impl Iterator<Item = (u32, &[f32])> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s != DEAD)
+            .map(|(r, s)| (*s, &self.rows[r * self.dim..(r + 1) * self.dim]))
+    }
+
     /// A live member's vector.
     pub fn vector(&self, slot: u32) -> Option<&[f32]> {
         let r = *self.row_of.get(&slot)? as usize;

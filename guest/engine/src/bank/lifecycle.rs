@@ -266,11 +266,9 @@ impl Bank {
         for m in changed.into_values() {
             self.state.update(m);
         }
-        let buffered = self.state.buffer_len();
-        if let Some(op) = self.seal_buffer(self.settings.index.seal_min as usize) {
-            report.sealed = buffered as u32;
-            ops.push(op);
-        }
+        let (sealing, sealed) = self.seal_buffer(self.settings.index.seal_min as usize, true);
+        report.sealed = sealed as u32;
+        ops.extend(sealing);
         if self.state.lexical.unsaved() > 0 {
             ops.push(self.save_lexical());
         }

@@ -396,5 +396,66 @@ fn maintain_seals_the_buffer_into_a_segment_that_reopens_without_a_rebuild() {
         (0..61).map(|i| Memory { force: true, ..semantic(&format!("worker{i} runs queue q{i}")) }).collect();
     reopened.retain(more, NOW).unwrap();
     assert_eq!(reopened.state.segments.len(), 2);
-    assert_eq!(open_with(&store, Rc::new(NoLlm), settings).state.segments.len(), 2);
+    assert_eq!(open_with(&store, Rc::new(NoLlm), settings.clone()).state.segments.len(), 2);
+}
+
+#[test]
+fn maintain_merges_segments_into_one_graph_within_merge_max() {
+    let store = Arc::new(MemoryStore::new());
+    let mut settings = Settings::default();
+    settings.index.seal_min = 20;
+    settings.index.buffer_max = 30;
+    let mut bank = open_with(&store, Rc::new(NoLlm), settings.clone());
+    let mut ids = Vec::new();
+    for batch in 0..3 {
+        let items: Vec<Memory> = (0..31)
+            .map(|i| {
+                let n = batch * 31 + i;
+                Memory { force: true, ..semantic(&format!("service{n} listens on port {}", 8000 + n)) }
+            })
+            .collect();
+        ids.extend(bank.retain(items, NOW).unwrap().into_iter().map(|o| o.id.unwrap()));
+    }
+    assert_eq!(bank.state.segments.len(), 3, "each retain past buffer_max sealed a segment");
+    bank.erase(&ids[40], NOW).unwrap();
+    let segment_keys = |store: &MemoryStore| store.scan("b/test/s/", None, 100).unwrap().len();
+
+    // Within merge_max: the three graphs become one, the tombstoned row left out, in one commit
+    // that also deletes the segments it replaced.
+    let report = bank.maintain(NOW).unwrap();
+    assert_eq!(report.sealed, 0, "nothing came from the buffer");
+    assert_eq!(bank.state.segments.len(), 1);
+    assert_eq!(bank.state.segments[0].1.len(), 92);
+    assert_eq!(segment_keys(&store), 1);
+    let merged = texts(&bank.recall(Query { k: Some(10), ..query("service57 port") }).unwrap())
+        .iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>();
+    assert_eq!(merged[0], "service57 listens on port 8057");
+    let reopened = &mut open_with(&store, Rc::new(NoLlm), settings.clone());
+    assert_eq!(reopened.state.segments.len(), 1);
+    let second = Query { k: Some(10), ..query("service57 port") };
+    assert_eq!(
+        texts(&open_with(&store, Rc::new(NoLlm), settings.clone()).recall(second).unwrap())[0],
+        merged[0]
+    );
+    let all = reopened.recall(Query { k: Some(93), ..query("service port") }).unwrap();
+    assert_eq!(all.items.len(), 92);
+    assert!(all.items.iter().all(|r| r.memory.id != ids[40]));
+
+    // Past merge_max the segments stay apart, and 0 never merges.
+    for merge_max in [40, 0] {
+        let store = Arc::new(MemoryStore::new());
+        settings.index.merge_max = merge_max;
+        let mut bank = open_with(&store, Rc::new(NoLlm), settings.clone());
+        for batch in 0..2 {
+            let items: Vec<Memory> = (0..31)
+                .map(|i| Memory { force: true, ..semantic(&format!("worker{batch}x{i} runs queue q{i}")) })
+                .collect();
+            bank.retain(items, NOW).unwrap();
+        }
+        bank.maintain(NOW).unwrap();
+        assert_eq!(bank.state.segments.len(), 2, "merge_max {merge_max}");
+        assert_eq!(segment_keys(&store), 2);
+    }
 }

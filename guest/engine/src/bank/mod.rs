@@ -434,12 +434,21 @@ impl Bank {
         result
     }
 
-    /// Seals the vector buffer into an HNSW segment when it holds at least `min` vectors;
-    /// the op that stores the segment, for the caller's commit.
-    fn seal_buffer(&mut self, min: usize) -> Option<Op> {
+    /// Seals the vector buffer into an HNSW segment when it holds at least `min` vectors (with
+    /// `merge`, sealed segments into the same graph, up to `index.merge_max` rows); the ops that
+    /// store the change, for the caller's commit, and how many vectors came from the buffer.
+    fn seal_buffer(&mut self, min: usize, merge: bool) -> (Vec<Op>, usize) {
         let ix = &self.settings.index;
-        let (name, bytes) = self.state.seal(min, ix.ef_construction as usize, ix.ef_search as usize)?;
-        Some(Op::Put(self.key(&format!("s/{name}")), bytes))
+        let buffered = self.state.buffer_len();
+        let (ef_construction, ef_search) = (ix.ef_construction as usize, ix.ef_search as usize);
+        let merge_max = if merge { ix.merge_max as usize } else { 0 };
+        let Some(sealed) = self.state.seal(min, merge_max, ef_construction, ef_search) else {
+            return (Vec::new(), 0);
+        };
+        let mut ops: Vec<Op> =
+            sealed.replaced.iter().map(|name| Op::Delete(self.key(&format!("s/{name}")))).collect();
+        ops.push(Op::Put(self.key(&format!("s/{}", sealed.key)), sealed.bytes));
+        (ops, buffered - self.state.buffer_len())
     }
 
     /// Saves the keyword index so that opening the bank restores rather than rebuilds it.

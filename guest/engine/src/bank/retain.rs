@@ -133,7 +133,7 @@ impl Bank {
         // A buffer past its size is sealed now rather than waiting for maintain, and the keyword
         // index saved with it: a large bank built by retains alone opens fast too.
         if self.state.buffer_len() > self.settings.index.buffer_max as usize {
-            ops.extend(self.seal_buffer(0));
+            ops.extend(self.seal_buffer(0, false).0);
             ops.push(self.save_lexical());
         }
         ops.extend(also);

@@ -283,34 +283,76 @@ impl State {
         top.into_sorted()
     }
 
-    /// Moves every buffered vector into a new segment (when there are at least `min`); returns
-    /// its store key suffix and bytes. The caller commits them.
+    /// Moves every buffered vector into a new segment (when there are at least `min`). Sealed
+    /// segments go into the same graph too, smallest first, while the graph (buffer counted)
+    /// stays within `merge_max` rows (0: none): a query searches one graph instead of one per
+    /// segment, and tombstoned rows are dropped; a merge takes the buffer however small. Returns the store key suffixes of the segments replaced,
+    /// and the new segment's key suffix and bytes, for the caller to commit; none when there is
+    /// nothing to seal and fewer than two segments to merge.
     pub(super) fn seal(
         &mut self,
         min: usize,
+        merge_max: usize,
         ef_construction: usize,
         ef_search: usize,
-    ) -> Option<(String, Vec<u8>)> {
-        if self.vectors.len() < min.max(1) {
+    ) -> Option<Sealed> {
+        let full = !self.vectors.is_empty() && self.vectors.len() >= min.max(1);
+        let mut merged: Vec<usize> = Vec::new();
+        let mut rows_after = self.vectors.len();
+        let mut by_size: Vec<usize> = (0..self.segments.len()).collect();
+        by_size.sort_by_key(|&i| self.segments[i].1.len());
+        for i in by_size {
+            let len = self.segments[i].1.len();
+            if rows_after + len > merge_max {
+                break;
+            }
+            rows_after += len;
+            merged.push(i);
+        }
+        if merged.len() + usize::from(full) < 2 {
+            merged.clear();
+        }
+        // A graph rebuilt anyway takes the buffer too, however small: no exact scan beside it.
+        let seal_buffer = full || (!merged.is_empty() && !self.vectors.is_empty());
+        if !seal_buffer && merged.is_empty() {
             return None;
         }
         let dim = self.vectors.dim();
         let segment = {
-            let mut rows: Vec<(u32, &[f32])> = self.vectors.rows().collect();
+            let mut rows: Vec<(u32, &[f32])> = Vec::with_capacity(rows_after);
+            if seal_buffer {
+                rows.extend(self.vectors.rows());
+            }
+            for &i in &merged {
+                rows.extend(self.segments[i].1.members());
+            }
             rows.sort_unstable_by_key(|(s, _)| *s);
             Segment::build(&rows, dim, ef_construction, ef_search)
         };
-        let members: Vec<u32> = self.vectors.rows().map(|(s, _)| s).collect();
-        for &s in &members {
-            self.vectors.remove(s);
-            self.mark_sealed(s);
+        if seal_buffer {
+            let members: Vec<u32> = self.vectors.rows().map(|(s, _)| s).collect();
+            for &s in &members {
+                self.vectors.remove(s);
+                self.mark_sealed(s);
+            }
         }
+        merged.sort_unstable_by(|a, b| b.cmp(a));
+        let replaced: Vec<String> = merged.into_iter().map(|i| self.segments.remove(i).0).collect();
+        self.legacy_segments.retain(|name| !replaced.contains(name));
         let bytes = segment.to_bytes(|slot| self.slots[slot as usize].as_ref().map(|m| m.id.clone()));
-        let number =
-            self.segments.iter().filter_map(|(k, _)| k.parse::<u64>().ok()).max().map_or(1, |n| n + 1);
+        // Numbered past every key used so far: a replaced segment's key is deleted in the same
+        // commit that writes this one, so it must not be reused.
+        let number = self
+            .segments
+            .iter()
+            .map(|(k, _)| k)
+            .chain(&replaced)
+            .filter_map(|k| k.parse::<u64>().ok())
+            .max()
+            .map_or(1, |n| n + 1);
         let key = format!("{number:010}");
         self.segments.push((key.clone(), segment));
-        Some((key, bytes))
+        Some(Sealed { replaced, key, bytes })
     }
 
     /// Adds a segment read from the store: its rows matched to this state's slots by id, their
@@ -329,4 +371,12 @@ impl State {
         self.segments.push((key, segment));
         Ok(())
     }
+}
+
+/// What sealing changed in the vector index, for the caller to commit: the segments it replaced
+/// and the one it built.
+pub(super) struct Sealed {
+    pub replaced: Vec<String>,
+    pub key: String,
+    pub bytes: Vec<u8>,
 }

@@ -330,7 +330,7 @@ impl Bank {
         // it (saving it every batch would rewrite a growing snapshot each time); `reindex` at
         // the end saves the rest.
         if self.state.buffer_len() > self.settings.index.buffer_max as usize {
-            ops.extend(self.seal_buffer(0));
+            ops.extend(self.seal_buffer(0, false).0);
             ops.push(self.save_lexical());
         }
         if !ops.is_empty() {
@@ -555,19 +555,18 @@ impl Bank {
         })
     }
 
-    /// Seals every buffered vector into an index segment and saves the keyword index (after an
-    /// import or a model switch); returns how many vectors were sealed.
     fn not_found_bank(&self) -> Error {
         Error::not_found("bank", &self.id, format!("bank {} holds nothing", self.id))
     }
 
-    /// Ends an import on this instance, if one was under way.
+    /// Ends an import on this instance, if one was under way: seals every buffered vector into
+    /// an index segment and saves the keyword index; returns how many vectors were sealed.
     pub fn reindex(&mut self, now: Timestamp) -> Result<u32> {
         let repaired = self.finish_import(now)?;
         self.transact(|bank| {
             let buffered = bank.state.buffer_len() as u32;
             let mut ops: Vec<Op> = repaired.clone();
-            ops.extend(bank.seal_buffer(1));
+            ops.extend(bank.seal_buffer(1, false).0);
             ops.push(bank.save_lexical());
             bank.commit_or_reload(ops, now)?;
             Ok(buffered)
