@@ -255,9 +255,9 @@ impl Bank {
         }
         report.active_after = active.len() as u32;
         if dry_run {
-            let buffered = self.state.buffer_len();
-            if buffered >= (self.settings.index.seal_min as usize).max(1) {
-                report.sealed = buffered as u32;
+            let ix = &self.settings.index;
+            if self.state.seal_plan(ix.seal_min as usize, ix.merge_max as usize).0 {
+                report.sealed = self.state.buffer_len() as u32;
             }
             return Ok(report);
         }

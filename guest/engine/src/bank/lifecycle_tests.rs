@@ -417,15 +417,23 @@ fn maintain_merges_segments_into_one_graph_within_merge_max() {
         ids.extend(bank.retain(items, NOW).unwrap().into_iter().map(|o| o.id.unwrap()));
     }
     assert_eq!(bank.state.segments.len(), 3, "each retain past buffer_max sealed a segment");
+    let few: Vec<Memory> = (0..5)
+        .map(|i| Memory { force: true, ..semantic(&format!("cache{i} expires after {i}0 s")) })
+        .collect();
+    bank.retain(few, NOW).unwrap();
+    assert_eq!(bank.state.buffer_len(), 5, "below seal_min: a maintain alone would leave it");
     bank.erase(&ids[40], NOW).unwrap();
     let segment_keys = |store: &MemoryStore| store.scan("b/test/s/", None, 100).unwrap().len();
 
-    // Within merge_max: the three graphs become one, the tombstoned row left out, in one commit
-    // that also deletes the segments it replaced.
+    // Within merge_max: the three graphs and the buffer become one, the tombstoned row left
+    // out, in one commit that also deletes the segments it replaced. A dry run says as much.
+    assert_eq!(bank.maintain_dry_run(NOW).unwrap().sealed, 5);
+    assert_eq!(bank.state.segments.len(), 3);
     let report = bank.maintain(NOW).unwrap();
-    assert_eq!(report.sealed, 0, "nothing came from the buffer");
+    assert_eq!(report.sealed, 5, "the buffer went into the merged graph");
     assert_eq!(bank.state.segments.len(), 1);
-    assert_eq!(bank.state.segments[0].1.len(), 92);
+    assert_eq!(bank.state.buffer_len(), 0);
+    assert_eq!(bank.state.segments[0].1.len(), 97);
     assert_eq!(segment_keys(&store), 1);
     let merged = texts(&bank.recall(Query { k: Some(10), ..query("service57 port") }).unwrap())
         .iter()
@@ -439,8 +447,8 @@ fn maintain_merges_segments_into_one_graph_within_merge_max() {
         texts(&open_with(&store, Rc::new(NoLlm), settings.clone()).recall(second).unwrap())[0],
         merged[0]
     );
-    let all = reopened.recall(Query { k: Some(93), ..query("service port") }).unwrap();
-    assert_eq!(all.items.len(), 92);
+    let all = reopened.recall(Query { k: Some(100), ..query("service port") }).unwrap();
+    assert_eq!(all.items.len(), 97);
     assert!(all.items.iter().all(|r| r.memory.id != ids[40]));
 
     // Past merge_max the segments stay apart, and 0 never merges.

@@ -283,19 +283,11 @@ impl State {
         top.into_sorted()
     }
 
-    /// Moves every buffered vector into a new segment (when there are at least `min`). Sealed
-    /// segments go into the same graph too, smallest first, while the graph (buffer counted)
-    /// stays within `merge_max` rows (0: none): a query searches one graph instead of one per
-    /// segment, and tombstoned rows are dropped; a merge takes the buffer however small. Returns the store key suffixes of the segments replaced,
-    /// and the new segment's key suffix and bytes, for the caller to commit; none when there is
-    /// nothing to seal and fewer than two segments to merge.
-    pub(super) fn seal(
-        &mut self,
-        min: usize,
-        merge_max: usize,
-        ef_construction: usize,
-        ef_search: usize,
-    ) -> Option<Sealed> {
+    /// What sealing would do now: whether the buffer goes into a new graph (when it holds at
+    /// least `min` vectors), and which segments are merged into that graph (indices), smallest
+    /// first while it stays within `merge_max` rows, buffer counted (0: none). A merge takes the
+    /// buffer however small: a graph rebuilt anyway leaves no exact scan beside it.
+    pub(super) fn seal_plan(&self, min: usize, merge_max: usize) -> (bool, Vec<usize>) {
         let full = !self.vectors.is_empty() && self.vectors.len() >= min.max(1);
         let mut merged: Vec<usize> = Vec::new();
         let mut rows_after = self.vectors.len();
@@ -312,11 +304,26 @@ impl State {
         if merged.len() + usize::from(full) < 2 {
             merged.clear();
         }
-        // A graph rebuilt anyway takes the buffer too, however small: no exact scan beside it.
-        let seal_buffer = full || (!merged.is_empty() && !self.vectors.is_empty());
+        (full || (!merged.is_empty() && !self.vectors.is_empty()), merged)
+    }
+
+    /// Seals as `seal_plan` says: one graph searched per query instead of one per segment,
+    /// tombstoned rows dropped. Returns the store key suffixes of the segments replaced, and
+    /// the new segment's key suffix and bytes, for the caller to commit; none when there is
+    /// nothing to seal or merge.
+    pub(super) fn seal(
+        &mut self,
+        min: usize,
+        merge_max: usize,
+        ef_construction: usize,
+        ef_search: usize,
+    ) -> Option<Sealed> {
+        let (seal_buffer, mut merged) = self.seal_plan(min, merge_max);
         if !seal_buffer && merged.is_empty() {
             return None;
         }
+        let rows_after = if seal_buffer { self.vectors.len() } else { 0 }
+            + merged.iter().map(|&i| self.segments[i].1.len()).sum::<usize>();
         let dim = self.vectors.dim();
         let segment = {
             let mut rows: Vec<(u32, &[f32])> = Vec::with_capacity(rows_after);
