@@ -50,7 +50,7 @@ fn retain_json(db: &Path, text: &str, extra: &[&str]) -> Value {
 fn finding_03_hard_forget_leaves_no_byte_in_the_database_wal_or_shm_while_another_connection_is_open() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("wal.db");
-    let id = retain_json(&db, &format!("The staging database password is {SECRET}"), &["--force"])["id"]
+    let id = retain_json(&db, &format!("The staging database codename is {SECRET}"), &["--force"])["id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -73,7 +73,7 @@ fn finding_04_hard_forget_scrubs_the_task_record_and_task_delete_erases_it() {
     let task =
         stdout_json(&hindsight(&db, &["task", "begin", "--goal", "Set up the guest network", "--json"]));
     let task = task["id"].as_str().unwrap().to_string();
-    let fact = format!("The guest wifi password is {SECRET}");
+    let fact = format!("The guest wifi network name is {SECRET}");
     stdout_json(&hindsight(&db, &["task", "fact", &task, "--text", &fact, "--json"]));
     let ended =
         stdout_json(&hindsight(&db, &["task", "end", &task, "--outcome", "success", "--force", "--json"]));

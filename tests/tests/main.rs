@@ -15,4 +15,5 @@ mod panel_cli;
 mod parity;
 mod postgres;
 mod settings_doc;
+mod trust;
 mod write_judgement;

@@ -120,7 +120,7 @@ fn export_then_import_into_an_empty_store_recalls_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("from.db");
     let wrong = retain(&db, "The nightly backup runs at 01:00 UTC");
-    let erased = retain(&db, "The admin password is hunter2-secret");
+    let erased = retain(&db, "The admin codename is hunter2-secret");
     for text in UNRELATED {
         retain(&db, text);
     }

@@ -133,6 +133,9 @@ pub enum Class {
 pub const TAG_CONSTRAINT: &str = "constraint";
 pub const TAG_PREFERENCE: &str = "preference";
 pub const TAG_TRANSIENT: &str = "transient";
+/// Instruction-like text that did not come from the user (see `defence`): quoted as data in the
+/// prompt block, left out by a `trusted_only` recall.
+pub const TAG_UNTRUSTED: &str = "untrusted";
 
 impl Record {
     pub fn is_active(&self) -> bool {

@@ -120,6 +120,12 @@ pub struct SearchArgs {
     pub scope_id: Option<String>,
     /// Also return memories that newer ones replaced.
     pub include_superseded: Option<bool>,
+    /// Leave out memories marked untrusted: instruction-like text that came from a tool, an
+    /// import or an inference rather than the user.
+    pub trusted_only: Option<bool>,
+    /// Answer with what the bank held and believed at this time (ISO 8601): memories created by
+    /// then, superseded only after it, valid then. To explain a past decision.
+    pub as_of: Option<String>,
     /// The task you are working on (from memory_summarize's task or `hindsight task begin`): the
     /// prompt's [m1]-style handles are the task's; cite the ones you rely on in your answer.
     pub task_id: Option<String>,

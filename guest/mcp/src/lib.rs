@@ -60,6 +60,9 @@ impl SearchArgs {
         query.task_type = self.task_type.clone();
         query.tags = self.tags.clone().unwrap_or_default();
         query.include_superseded = self.include_superseded.unwrap_or(false);
+        query.trusted_only = self.trusted_only.unwrap_or(false);
+        query.as_of =
+            self.as_of.as_deref().map(|t| hindsight_types::time::parse_iso("as_of", t)).transpose()?;
         query.task_id = self.task_id.clone();
         for (i, k) in self.kinds.iter().flatten().enumerate() {
             query.kinds.push(Kind::parse(&format!("kinds[{i}]"), k)?);

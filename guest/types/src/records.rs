@@ -230,6 +230,12 @@ pub struct Query {
     /// The task the recall is for: its prompt block's citation handles are the task's, and the
     /// memories cited when the task ends get its outcome as feedback.
     pub task_id: Option<String>,
+    /// Leave out memories marked `untrusted` (instruction-like text from a tool, an import or
+    /// the agent's inference).
+    pub trusted_only: bool,
+    /// Answer with what the bank held and believed at this time: memories created by then,
+    /// superseded or merged only after it, valid then; recency is reckoned from it.
+    pub as_of: Option<Timestamp>,
 }
 
 impl Query {
@@ -307,6 +313,18 @@ impl Query {
     /// The task the recall is for.
     pub fn for_task(mut self, task_id: impl Into<String>) -> Self {
         self.task_id = Some(task_id.into());
+        self
+    }
+
+    /// Leave out memories marked `untrusted`.
+    pub fn trusted_only(mut self) -> Self {
+        self.trusted_only = true;
+        self
+    }
+
+    /// What the bank held and believed at `at`.
+    pub fn as_of(mut self, at: Timestamp) -> Self {
+        self.as_of = Some(at);
         self
     }
 }

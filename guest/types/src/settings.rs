@@ -37,6 +37,47 @@ pub struct Settings {
     pub spaces: SpacesSettings,
     /// The recall log: which memories each recall returned, and what became of them.
     pub audit: AuditSettings,
+    /// What the write path guards against: secrets kept verbatim, instructions planted in tool
+    /// output, recalled memories extracted again as new ones.
+    pub defence: DefenceSettings,
+}
+
+/// What the write path does with a secret or a piece of personal data it finds in an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DefenceAction {
+    /// Store the text with each finding replaced by `[redacted:KIND]`.
+    Redact,
+    /// Refuse the whole call with an error naming the item and the kind; nothing is stored.
+    Refuse,
+    /// Store the text as given.
+    Allow,
+}
+
+/// Write-time defence: applied by retain (and so by distillation and consolidation) and by
+/// `correct`, before anything is embedded or stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DefenceSettings {
+    /// Credentials in an item's content or context (provider API keys, bearer and JSON web tokens, private key blocks, passwords in URLs and `password=` pairs, Luhn-checked card numbers): `redact`, `refuse` or `allow`.
+    pub secrets: DefenceAction,
+    /// Personal data in an item's content or context (e-mail addresses, phone numbers): `redact`, `refuse` or `allow`.
+    pub personal: DefenceAction,
+    /// Mark instruction-like text ("ignore previous instructions", role prefixes, tool-call syntax, hidden Unicode) that did not come from the user `untrusted`, with the reason in its `untrusted_reason` metadata: the prompt block quotes it as data, and `trusted_only` recall leaves it out. It is kept, never dropped.
+    pub mark_untrusted: bool,
+    /// Recall-log entries (newest first) whose served memories an item is checked against: an item that restates one of them (the agent feeding a recalled memory back) reinforces it instead of being stored again. 0 turns the guard off.
+    pub reextraction_window: u32,
+}
+
+impl Default for DefenceSettings {
+    fn default() -> Self {
+        DefenceSettings {
+            secrets: DefenceAction::Redact,
+            personal: DefenceAction::Allow,
+            mark_untrusted: true,
+            reextraction_window: 20,
+        }
+    }
 }
 
 /// The recall log each bank keeps, and what the audit calls never useful.

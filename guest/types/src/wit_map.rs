@@ -107,7 +107,7 @@ macro_rules! wit_map {
             $t::RetainOutcome => RetainOutcome { id, action, related, reason }
             $t::RecallQuery => Query {
                 query, k, now, task_type, kinds, tags, scope, min_score, prompt_tokens, vector,
-                include_superseded, agent_id, task_id
+                include_superseded, agent_id, task_id, trusted_only, as_of
             }
             $t::Score => Score {
                 semantic, lexical, recency, confidence, importance, task_match, source, total, similarity

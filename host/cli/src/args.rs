@@ -136,13 +136,34 @@ pub enum Command {
         to: String,
     },
     /// Forget a memory: archived (restorable), or with --hard erased with every copy of its text
-    /// (prints the receipt: what was erased, and what remains).
+    /// (prints the receipt: what was erased, and what remains). With --hard, --matching TEXT or
+    /// --tag TAG erases every memory of the bank that holds the text or carries the tag.
     Forget {
         /// The memory's id.
-        id: String,
+        #[arg(required_unless_present_any = ["matching", "tag"])]
+        id: Option<String>,
         /// Erase it from the store for good (not restorable).
         #[arg(long)]
         hard: bool,
+        /// With --hard: every memory (of any status) whose text holds this, case-insensitive.
+        #[arg(long, value_name = "TEXT", conflicts_with = "id", requires = "hard")]
+        matching: Option<String>,
+        /// With --hard: every memory (of any status) carrying this tag.
+        #[arg(long, value_name = "TAG", conflicts_with = "id", requires = "hard")]
+        tag: Option<String>,
+        /// With --matching or --tag: list what would be erased; erase nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Scan the store (every key and value of every bank) and the database files for a text or a
+    /// memory id: after a hard forget, nothing should be found. Exits 1 when a trace remains.
+    VerifyErasure {
+        /// The text that was erased.
+        #[arg(long, required_unless_present = "id", conflicts_with = "id")]
+        text: Option<String>,
+        /// The id of the memory that was erased.
+        #[arg(long)]
+        id: Option<String>,
     },
     /// Bring an archived memory back.
     Restore {
@@ -538,6 +559,14 @@ pub struct RecallArgs {
     /// Also recall superseded and merged memories.
     #[arg(long)]
     pub include_superseded: bool,
+    /// Leave out memories marked untrusted (instruction-like text from a tool, an import or the
+    /// agent's inference).
+    #[arg(long)]
+    pub trusted_only: bool,
+    /// Answer with what the bank held and believed at this time (ISO 8601): memories created by
+    /// then, superseded only after it, valid then.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub as_of: Option<String>,
     /// The task the recall is for: the prompt's citation handles are the task's, and the ones
     /// its answer cites get its outcome when it ends.
     #[arg(long, value_name = "TASK_ID")]

@@ -146,6 +146,18 @@ fn time(field: &str, text: &Option<String>) -> CliResult<Option<Timestamp>> {
     Ok(text.as_deref().map(|t| parse_iso(field, t)).transpose()?)
 }
 
+/// Which of the SQLite database and its -wal and -shm files hold `needle` in their bytes (a
+/// store's pages keep deleted values until overwritten).
+fn files_holding(db: &Path, needle: &str) -> Vec<String> {
+    ["", "-wal", "-shm"]
+        .iter()
+        .map(|suffix| format!("{}{suffix}", db.display()))
+        .filter(|path| {
+            std::fs::read(path).is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        })
+        .collect()
+}
+
 /// Prints `value` as JSON with `--json`, else the text `human` makes.
 fn print(g: &Global, value: &impl serde::Serialize, human: impl FnOnce() -> String) {
     let mut out = std::io::stdout().lock();
@@ -196,17 +208,76 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
                 )
             });
         }
-        Command::Forget { id, hard: false } => {
+        Command::Forget { id: Some(id), hard: false, .. } => {
             bank(&g, true)?.forget(&id)?;
             print(&g, &json!({"id": id, "forgotten": "soft"}), || {
                 format!("{id} archived (restore brings it back)")
             });
         }
-        Command::Forget { id, hard: true } => {
+        Command::Forget { id: Some(id), hard: true, dry_run, .. } => {
+            if dry_run {
+                return Err(CliError::field("dry_run", "goes with --matching or --tag"));
+            }
             let receipt = bank(&g, true)?.forget_hard(&id)?;
             print(&g, &json!({"id": id, "forgotten": "hard", "erased": receipt}), || {
                 render::erasure(&id, &receipt)
             });
+        }
+        Command::Forget { id: None, matching, tag, dry_run, .. } => {
+            let which = ListQuery { text: matching.clone(), tag: tag.clone(), ..ListQuery::default() };
+            let receipt = bank(&g, true)?.forget_hard_where(which, dry_run)?;
+            let what = match (&matching, &tag) {
+                (Some(text), _) => format!("memories holding {text:?}"),
+                (None, Some(tag)) => format!("memories tagged {tag}"),
+                (None, None) => unreachable!("clap requires --matching or --tag without an id"),
+            };
+            let forgotten = if dry_run { "dry-run" } else { "hard" };
+            print(
+                &g,
+                &json!({"matching": matching, "tag": tag, "forgotten": forgotten, "erased": receipt}),
+                || {
+                    if dry_run {
+                        let mut out = format!("would erase {} {what}:", receipt.memories.len());
+                        for m in &receipt.memories {
+                            out.push_str(&format!("\n  {m}"));
+                        }
+                        out
+                    } else {
+                        render::erasure(&what, &receipt)
+                    }
+                },
+            );
+        }
+        Command::VerifyErasure { text, id } => {
+            let needle = text.or(id).expect("clap requires --text or --id");
+            let hs = open(&g, false)?;
+            let store: Vec<_> = hs.traces(&needle)?;
+            // PostgreSQL keeps dead tuples until VACUUM: the erase's receipt says so; its files
+            // are not this host's to read.
+            let files = if postgres_url(&g).is_some() { Vec::new() } else { files_holding(&g.db, &needle) };
+            let clean = store.is_empty() && files.is_empty();
+            print(&g, &json!({"clean": clean, "store": store, "files": files}), || {
+                if clean {
+                    "no trace: not in any stored key or value, nor in the database files".to_string()
+                } else {
+                    let mut out = String::from("traces remain:");
+                    for t in &store {
+                        let at = match (t.in_key, t.in_value) {
+                            (true, true) => "key and value",
+                            (true, false) => "key",
+                            _ => "value",
+                        };
+                        out.push_str(&format!("\n  store {} ({at})", t.key));
+                    }
+                    for f in &files {
+                        out.push_str(&format!("\n  file {f}"));
+                    }
+                    out
+                }
+            });
+            if !clean {
+                return Ok(ExitCode::from(1));
+            }
         }
         Command::Bank { command: BankCommand::Delete { name, yes } } => {
             let b = open(&g, true)?.bank(&name)?;
@@ -379,6 +450,8 @@ fn recall(g: &Global, args: RecallArgs) -> CliResult<()> {
     query.min_score = args.min_score;
     query.prompt_tokens = args.prompt_tokens;
     query.include_superseded = args.include_superseded;
+    query.trusted_only = args.trusted_only;
+    query.as_of = time("as_of", &args.as_of)?;
     query.task_id = args.task;
     let hs = open(g, true)?;
     let result = match &args.banks {

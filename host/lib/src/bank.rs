@@ -169,6 +169,50 @@ impl Bank {
         Ok(receipt)
     }
 
+    /// Erases every memory `which` lists (of every status, unless it names one), each as
+    /// [`Bank::forget_hard`] does, and returns one receipt for them all: a subject's memories
+    /// erased by a phrase or a tag. `dry_run` erases nothing: the receipt's `memories` are what
+    /// would go (their copies and merged records are found only when erasing).
+    pub fn forget_hard_where(&self, which: ListQuery, dry_run: bool) -> Result<Erasure> {
+        let mut ids = Vec::new();
+        let mut page = ListQuery { any_status: which.status.is_none(), limit: Some(500), ..which };
+        loop {
+            let listed = self.list(page.clone())?;
+            ids.extend(listed.items.into_iter().map(|m| m.id));
+            match listed.next_cursor {
+                Some(cursor) => page.cursor = Some(cursor),
+                None => break,
+            }
+        }
+        let mut receipt = Erasure::default();
+        for id in ids {
+            let key = format!("{}/{id}", self.id);
+            if receipt.memories.contains(&key) {
+                continue; // merged into one erased before
+            }
+            if dry_run {
+                receipt.memories.push(key);
+                continue;
+            }
+            let one = self.forget_hard(&id)?;
+            for m in one.memories {
+                if !receipt.memories.contains(&m) {
+                    receipt.memories.push(m);
+                }
+            }
+            receipt.vectors += one.vectors;
+            receipt.recall_log_entries += one.recall_log_entries;
+            for (all, new) in [(&mut receipt.tasks, one.tasks), (&mut receipt.remaining, one.remaining)] {
+                for t in new {
+                    if !all.contains(&t) {
+                        all.push(t);
+                    }
+                }
+            }
+        }
+        Ok(receipt)
+    }
+
     /// Deletes the bank whole (every memory, task and recall-log entry) in one commit; returns
     /// how many stored keys went. Acting as a principal, it needs the write right on the bank.
     pub fn delete(&self) -> Result<u32> {

@@ -16,6 +16,17 @@ use crate::wit::{self, WitInto};
 use crate::{Error, Result};
 use hindsight_types::{Principal, Right};
 
+/// A stored key that still holds what was to be erased.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Trace {
+    /// The store's key.
+    pub key: String,
+    /// The needle is in the key's name (an id).
+    pub in_key: bool,
+    /// The needle is in the stored value.
+    pub in_value: bool,
+}
+
 /// hindsight: the memory engine in its sandbox, over a store, with an optional language model.
 /// Cheap to clone and shareable across threads: clones use the same instances.
 ///
@@ -218,6 +229,40 @@ impl Hindsight {
             .into_iter()
             .filter(|id| self.principal.as_ref().is_none_or(|p| p.may(Right::Read, id)))
             .collect())
+    }
+
+    /// Every stored key whose name or value holds `needle` (a memory's text, or its id), across
+    /// every bank: what a hard forget must leave none of (`hindsight verify-erasure`). A host's
+    /// own files (a database's journal) are the host's to scan. It reads every bank, so a
+    /// principal is refused.
+    pub fn traces(&self, needle: &str) -> Result<Vec<Trace>> {
+        if needle.trim().is_empty() {
+            return Err(Error::invalid("text", "must not be empty"));
+        }
+        if let Some(p) = &self.principal {
+            return Err(Error::invalid(
+                "principal",
+                format!("{} may not scan every bank: verify erasure as the store's operator", p.name()),
+            ));
+        }
+        let store = &self.pool.runtime().store;
+        let mut traces = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = store.scan("", after.as_deref(), 2048).map_err(|e| Error::store(e.to_string()))?;
+            let full = page.len() == 2048;
+            for (key, value) in &page {
+                let in_key = key.contains(needle);
+                let in_value = value.windows(needle.len()).any(|w| w == needle.as_bytes());
+                if in_key || in_value {
+                    traces.push(Trace { key: key.clone(), in_key, in_value });
+                }
+            }
+            if !full {
+                return Ok(traces);
+            }
+            after = page.last().map(|(k, _)| k.clone());
+        }
     }
 
     /// LLM calls, failures and tokens by operation, as counted in the store.

@@ -58,7 +58,7 @@ mod usage;
 mod wit;
 
 pub use bank::{Bank, Task};
-pub use hindsight::{Builder, Hindsight};
+pub use hindsight::{Builder, Hindsight, Trace};
 pub use hindsight_types::defaults;
 pub use hindsight_types::settings::{self, Settings};
 pub use hindsight_types::time::{self, Timestamp};

@@ -50,9 +50,10 @@ export type NewMemory =
       validUntil?: When;
     });
 
-export type RecallOptions = Partial<Omit<WithMillis<wit.RecallQuery>, 'query' | 'vector' | 'now'>> & {
+export type RecallOptions = Partial<Omit<WithMillis<wit.RecallQuery>, 'query' | 'vector' | 'now' | 'asOf'>> & {
   vector?: ArrayLike<number>;
   now?: When;
+  asOf?: When;
 };
 
 /** Which memories `list` returns: the WIT `list-query`, with `status: 'any'` for every status. */

@@ -119,7 +119,7 @@ const NEW_MEMORY_FIELDS = new Set([
 ]);
 const RECALL_OPTIONS = new Set([
   'query', 'k', 'now', 'taskType', 'kinds', 'tags', 'scope', 'minScore', 'promptTokens', 'vector', 'includeSuperseded',
-  'agentId', 'taskId',
+  'agentId', 'taskId', 'trustedOnly', 'asOf',
 ]);
 const LIST_OPTIONS = new Set(['kind', 'status', 'tag', 'taskType', 'source', 'text', 'order', 'limit', 'cursor']);
 const STEP_FIELDS = new Set(['type', 'text', 'tool', 'error', 'id', 'now']);
@@ -278,7 +278,9 @@ function recallQuery(query, options = {}) {
   const opts = typeof query === 'string' ? { ...options, query } : { ...query };
   checkFields('recall option', opts, RECALL_OPTIONS);
   if (typeof opts.query !== 'string') throw new HindsightError('invalid-input', 'query: missing', { field: 'query' });
-  const q = { kinds: [], tags: [], includeSuperseded: false, ...opts, now: ts(opts.now) };
+  const q = {
+    kinds: [], tags: [], includeSuperseded: false, trustedOnly: false, ...opts, now: ts(opts.now), asOf: ts(opts.asOf),
+  };
   if (q.vector) q.vector = Float32Array.from(q.vector);
   return q;
 }

@@ -55,7 +55,7 @@ test('a wrong supersede is undone; a hard forget leaves no byte of the text', as
   assert.equal(back.status, 'active');
   assert.deepEqual(back.conflictsWith, [wrong.id]);
 
-  const [secret] = bank.retain([{ content: 'The staging password is PLATYPUS-9981', force: true }], { now: NOW });
+  const [secret] = bank.retain([{ content: 'The staging codename is PLATYPUS-9981', force: true }], { now: NOW });
   const receipt = bank.forget(secret.id, { hard: true });
   assert.deepEqual(receipt.memories, [`agent/${secret.id}`]);
   assert.throws(() => bank.get(secret.id), (e) => e.kind === 'not-found');

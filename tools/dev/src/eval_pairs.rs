@@ -1,7 +1,7 @@
 //! `hindsight-dev eval --pairs`: the write path's decisions on labelled pairs of statements.
 //!
 //! For each pair: a fresh bank, `old` retained, then `new` (both with the pair's kind, the
-//! default settings and the LLM if one is configured); the second retain's action is the
+//! default settings but secrets stored as given, and the LLM if one is configured); the second retain's action is the
 //! decision — superseded → supersede, reinforced or merged → duplicate, created → keep_both
 //! (filtered counts as a wrong answer of its own).
 
@@ -68,7 +68,15 @@ fn decision(action: RetainAction) -> &'static str {
 
 pub fn run(g: &Global, builder: hindsight::Builder, path: &Path) -> CliResult<()> {
     let pairs = read_pairs(path)?;
-    let hs = builder.memory().open()?;
+    // The pairs measure the judgement: a secret's value redacted on both sides would turn every
+    // "the password is now …" update into a duplicate.
+    let hs = builder
+        .settings(|s| {
+            s.defence.secrets = hindsight::settings::DefenceAction::Allow;
+            s.defence.personal = hindsight::settings::DefenceAction::Allow;
+        })
+        .memory()
+        .open()?;
     let started = Instant::now();
     let bar = crate::progress(g, pairs.len() as u64, "judging pairs {bar:40} {pos}/{len} eta {eta}");
     // confusion[label][decision]

@@ -80,6 +80,28 @@ impl Bank {
         }
     }
 
+    /// The memories the newest `window` recall-log entries put in a prompt block (or returned,
+    /// when the recall made no block), newest first, each once.
+    pub(super) fn recently_served(&self, window: u32) -> Result<Vec<String>> {
+        if window == 0 {
+            return Ok(Vec::new());
+        }
+        let bounds = self.log_bounds()?;
+        let mut out: Vec<String> = Vec::new();
+        for seq in (bounds.first.max(bounds.next.saturating_sub(u64::from(window)))..bounds.next).rev() {
+            let Some(bytes) = self.store.get(&self.log_key(seq))? else { continue };
+            let entry: RecallLogEntry = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::Corrupt(format!("bank {}: recall log entry {seq}: {e}", self.id)))?;
+            let any_in_prompt = entry.hits.iter().any(|h| h.handle.is_some());
+            for hit in entry.hits.into_iter().filter(|h| h.handle.is_some() || !any_in_prompt) {
+                if !out.contains(&hit.id) {
+                    out.push(hit.id);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// A log entry for a recall that returned `hits`.
     pub(super) fn log_entry(
         &self,

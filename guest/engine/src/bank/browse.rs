@@ -148,6 +148,7 @@ impl Bank {
         };
         let new_id = self.new_id(now);
         let mut new = crate::record::build(item, new_id, now, &self.settings, self.embedder.model_id())?;
+        crate::defence::screen(&mut new, &self.settings.defence)?;
         let (vector, keys) = self.embed_stored(&[new.content.as_str()])?.remove(0);
         new.supersedes.push(old.id.clone());
 

@@ -112,9 +112,14 @@ fn finding_04_hard_forget_scrubs_the_task_it_came_from_and_a_task_can_be_erased(
     let store = Arc::new(MemoryStore::new());
     let mut bank = open(&store);
     let task = bank.begin_task(&NewTask::new("set up the office network"), NOW).unwrap().id;
-    bank.update_task(&task, TaskUpdate::Fact("The guest wifi password is PLATYPUS-9981".into()), None, NOW)
-        .unwrap();
-    let remember = Step::user_message("remember this: the guest wifi password is PLATYPUS-9981");
+    bank.update_task(
+        &task,
+        TaskUpdate::Fact("The guest wifi network name is PLATYPUS-9981".into()),
+        None,
+        NOW,
+    )
+    .unwrap();
+    let remember = Step::user_message("remember this: the guest wifi network name is PLATYPUS-9981");
     bank.update_task(&task, TaskUpdate::Step(remember), None, NOW).unwrap();
     let end = bank
         .end_task(&task, EndTask { outcome: Outcome::Success, detail: None, force: false }, true, NOW)

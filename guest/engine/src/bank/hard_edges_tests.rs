@@ -62,11 +62,11 @@ fn finding_0_2_02_a_recall_log_sequence_from_a_file_cannot_break_recall() {
 fn finding_0_2_03_a_hard_forget_reaches_reinforcing_tasks_and_shared_copies() {
     let store = Arc::new(MemoryStore::new());
     let mut bank = open(&store);
-    let id = retain_one(&mut bank, semantic("The backup NAS root password is WOMBAT-4490"), NOW).id.unwrap();
+    let id = retain_one(&mut bank, semantic("The backup NAS root hostname is WOMBAT-4490"), NOW).id.unwrap();
     // A task whose fact reinforces the memory instead of making one.
     let task = bank.begin_task(&NewTask::new("remember the NAS"), NOW).unwrap().id;
-    bank.update_task(&task, TaskUpdate::Fact("NAS root password is WOMBAT-4490".into()), None, NOW).unwrap();
-    let remember = Step::user_message("remember this: WOMBAT-4490 is the NAS root password");
+    bank.update_task(&task, TaskUpdate::Fact("NAS root hostname is WOMBAT-4490".into()), None, NOW).unwrap();
+    let remember = Step::user_message("remember this: WOMBAT-4490 is the NAS root hostname");
     bank.update_task(&task, TaskUpdate::Step(remember), None, NOW).unwrap();
     let end = bank.end_task(&task, EndTask::new(Outcome::Success), true, NOW).unwrap();
     assert!(end.items.iter().any(|d| d.outcome.id.as_deref() == Some(id.as_str())), "{end:?}");

@@ -106,10 +106,10 @@ fn an_unusable_or_unknown_answer_falls_back_to_the_rules_and_says_so() {
 fn a_failing_llm_leaves_the_rules_to_decide() {
     let store = Arc::new(MemoryStore::new());
     let mut bank = judged_bank(&store, Scripted::new(vec![]));
-    retain_one(&mut bank, semantic("The office Wi-Fi password is tiger42"), NOW);
+    retain_one(&mut bank, semantic("The office Wi-Fi network name is tiger42"), NOW);
     let llm = Scripted::new(vec![Err(LlmError::Failed("HTTP 500".into()))]);
     let mut bank = judged_bank(&store, llm);
-    let out = retain_one(&mut bank, semantic("The office Wi-Fi password is falcon77"), NOW + 1);
+    let out = retain_one(&mut bank, semantic("The office Wi-Fi network name is falcon77"), NOW + 1);
     assert_eq!(out.action, RetainAction::Superseded, "{out:?}");
     assert!(out.reason.contains("HTTP 500"), "{}", out.reason);
 }

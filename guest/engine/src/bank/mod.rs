@@ -859,6 +859,8 @@ fn decode_vector(bytes: &[u8]) -> Vec<f32> {
 #[cfg(test)]
 mod audit_tests;
 #[cfg(test)]
+mod defence_tests;
+#[cfg(test)]
 mod distill_tests;
 #[cfg(test)]
 mod edges_tests;

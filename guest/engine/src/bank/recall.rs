@@ -9,7 +9,7 @@ use hindsight_types::{Query, RecallHit, RecallLogEntry, RecallResult, Recalled, 
 use super::{checked_vector, Bank};
 use crate::prompt;
 use crate::question;
-use crate::record::Record;
+use crate::record::{Record, TAG_UNTRUSTED};
 use crate::score::{self, Bounds, Evidence, Score};
 use crate::store::{Op, StoreError};
 use crate::{Error, Result};
@@ -58,9 +58,8 @@ impl Bank {
             let Some(m) = state.slots[slot as usize].as_ref() else {
                 return false;
             };
-            (m.status == Status::Active
-                || (q.include_superseded && matches!(m.status, Status::Superseded | Status::Merged)))
-                && m.valid_until.is_none_or(|until| until > now)
+            held(m, q, now)
+                && !(q.trusted_only && m.has_tag(TAG_UNTRUSTED))
                 && (q.kinds.is_empty() || q.kinds.contains(&m.kind))
                 && (q.tags.is_empty() || q.tags.iter().any(|t| m.tags.contains(t)))
                 && q.scope.as_ref().is_none_or(|s| m.scope == *s || m.scope.level == ScopeLevel::Global)
@@ -211,12 +210,32 @@ fn weigh_by_speaker_and_form(
     }
 }
 
+/// Whether recall may return `m` for `q` at `now`: active and valid now; or, for a recall
+/// `as_of` a time, what the bank held and believed then (created by then, superseded or merged
+/// only after it, valid then).
+fn held(m: &Record, q: &Query, now: Timestamp) -> bool {
+    let replaced = matches!(m.status, Status::Superseded | Status::Merged);
+    match q.as_of {
+        None => {
+            (m.status == Status::Active || (q.include_superseded && replaced))
+                && m.valid_until.is_none_or(|until| until > now)
+        }
+        Some(t) => {
+            let believed = m.status == Status::Active
+                || (replaced && (q.include_superseded || m.status_changed_at.unwrap_or(m.updated_at) > t));
+            m.created_at <= t && believed && m.valid_until.is_none_or(|until| until > t)
+        }
+    }
+}
+
 /// Recall over several banks as one: every bank's candidates in one pool, normalised together
 /// and ranked by one score, so a strong memory in a shared bank outranks a weak private one.
 /// On equal scores the bank listed first wins (private before shared). Each item names its
 /// bank; the prompt block marks the ones from a bank other than the first.
 pub fn recall_across(banks: &mut [&mut Bank], q: Query) -> Result<RecallResult> {
     let now = q.now.unwrap_or_else(hindsight_types::time::now);
+    // Scores and staleness are reckoned at the time the recall asks about; the use is recorded now.
+    let at = q.as_of.unwrap_or(now);
     let first = banks.first().ok_or_else(|| Error::invalid("banks", "must name at least one bank"))?;
     let (query, k) = first.checked_query(&q)?;
     let settings = first.settings.clone();
@@ -253,7 +272,7 @@ pub fn recall_across(banks: &mut [&mut Bank], q: Query) -> Result<RecallResult> 
         .into_iter()
         .map(|(b, slot, e)| {
             let m = banks[b].state.slots[slot as usize].as_ref().expect("candidates are live");
-            (b, slot, score::fuse(m, e, &bounds, now, q.task_type.as_deref(), &settings.recall))
+            (b, slot, score::fuse(m, e, &bounds, at, q.task_type.as_deref(), &settings.recall))
         })
         .filter(|(_, _, s)| q.min_score.is_none_or(|min| s.total >= min))
         .collect();
@@ -287,7 +306,7 @@ pub fn recall_across(banks: &mut [&mut Bank], q: Query) -> Result<RecallResult> 
     ranked.truncate(k as usize);
 
     let mut items: Vec<Recalled> =
-        ranked.iter().map(|&(b, slot, score)| banks[b].recalled(slot, score, now)).collect();
+        ranked.iter().map(|&(b, slot, score)| banks[b].recalled(slot, score, at)).collect();
     let home = banks[0].id.clone();
     // Citation handles: a task's run on across its recalls (a memory keeps its handle); without
     // a task they are the ranks. Memories of another bank are `bank/id` in a task's list.

@@ -28,6 +28,8 @@ struct Pending {
     sequence: bool,
     importance_given: bool,
     kept_because: Option<KeepReason>,
+    /// What the write-time defence did to it (redacted, marked untrusted).
+    defence: Vec<String>,
     /// Something the caller should know about how the item was handled.
     note: Option<String>,
     /// Set once the item's fate is known.
@@ -98,12 +100,20 @@ impl Bank {
             self.judge_by_llm(&items)
         };
 
+        let served = self.recently_served(self.settings.defence.reextraction_window)?;
         let mut touched: BTreeMap<String, Record> = BTreeMap::new();
         let mut new_vectors: Vec<(String, Vec<f32>, Option<SentenceKeys>)> = Vec::new();
         let mut last_created: Option<Record> = None;
         for (index, p) in pending.iter_mut().enumerate().filter(|(_, p)| p.outcome.is_none()) {
             let vector = p.vector.take().expect("embedded");
-            let decision = if p.force { Decision::Create } else { self.decide(p, index, &vector, &verdicts) };
+            let decision = if p.force {
+                Decision::Create
+            } else if let Some(existing) = self.restates_served(&p.memory, &served) {
+                let why = "it restates a memory a recent recall served (re-extraction guard)".to_string();
+                Decision::Reinforce { existing, why }
+            } else {
+                self.decide(p, index, &vector, &verdicts)
+            };
             // An item marked as a sequence's next (a conversation's turn) follows the one created
             // before it in the call, in the same scope.
             if let Some(prev) =
@@ -143,6 +153,21 @@ impl Bank {
         Ok(pending.into_iter().map(|p| p.outcome.expect("every item decided")).collect())
     }
 
+    /// The memory among `served` (recently recalled into a prompt) that `m` restates word for
+    /// word, bare or wrapped in the prompt block's handle and labels (`[m1] [fact, …] text`): the
+    /// agent feeding recalled text back as new. Same scope, still active. A rewording is left to
+    /// the judgement, which tells a restatement from an update.
+    fn restates_served(&self, m: &Record, served: &[String]) -> Option<String> {
+        let new_words = plain_words(&without_brackets(&m.content));
+        if new_words.is_empty() {
+            return None;
+        }
+        served.iter().find_map(|id| {
+            let old = self.state.memory(id).filter(|o| o.is_active() && o.scope == m.scope)?;
+            (plain_words(&without_brackets(&old.content)) == new_words).then(|| old.id.clone())
+        })
+    }
+
     /// Every item is checked before anything is decided: one bad item rejects the call.
     fn validate(&mut self, items: Vec<Memory>, now: Timestamp) -> Result<Vec<Pending>> {
         let dim = self.embedder.dimension();
@@ -156,8 +181,9 @@ impl Bank {
             let (force, parallel, sequence, importance_given) =
                 (item.force, item.parallel, item.sequence, item.importance.is_some());
             let id = self.new_id(now);
-            let memory =
+            let mut memory =
                 crate::record::build(item, id, now, &self.settings, self.embedder.model_id()).map_err(at)?;
+            let defence = crate::defence::screen(&mut memory, &self.settings.defence).map_err(at)?;
             pending.push(Pending {
                 memory,
                 vector,
@@ -167,6 +193,7 @@ impl Bank {
                 sequence,
                 importance_given,
                 kept_because: None,
+                defence,
                 note: None,
                 outcome: None,
             });
@@ -369,7 +396,7 @@ impl Bank {
     ) -> RetainOutcome {
         let w = self.settings.write.clone();
         let kept = p.kept_because.map(|r| format!(" (kept: {})", r.describe())).unwrap_or_default();
-        let note = p.note.take().map(|n| format!("; {n}")).unwrap_or_default();
+        let note: String = p.defence.iter().cloned().chain(p.note.take()).map(|n| format!("; {n}")).collect();
         match decision {
             Decision::Create => {
                 let reason =
@@ -481,4 +508,24 @@ struct ImportanceAnswer {
 struct ItemScore {
     item: usize,
     importance: u8,
+}
+
+/// `text` with every `[…]` group taken out (a prompt block's handles and labels).
+fn without_brackets(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Lower-cased words, punctuation and spacing ignored.
+fn plain_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }

@@ -187,7 +187,7 @@ def _new_memory(item: Item, index: int) -> Dict[str, Any]:
 
 
 RECALL_OPTIONS = ("now", "task_type", "kinds", "tags", "scope", "min_score", "prompt_tokens", "vector",
-                  "include_superseded", "agent_id", "task_id")
+                  "include_superseded", "agent_id", "task_id", "trusted_only", "as_of")
 
 
 class Hindsight:
@@ -403,9 +403,10 @@ class Bank:
     def recall(self, query: str, k: Optional[int] = None, **options: Any) -> RecallResult:
         """The memories that matter for `query`, best first, with each score's breakdown and a
         prompt block. Options: now, task_type, kinds, tags, scope, min_score, prompt_tokens,
-        vector, include_superseded, agent_id (who recalls, for the recall log) and task_id (the
+        vector, include_superseded, agent_id (who recalls, for the recall log), task_id (the
         block's citation handles are the task's, and what its answer cites gets its outcome when
-        it ends). Recall counts as use."""
+        it ends), trusted_only (leave out memories marked untrusted) and as_of (what the bank held
+        and believed at that time). Recall counts as use."""
         q = _recall_query(query, k, options, self._time(options.get("now")))
         return RecallResult._from(self._call("recall", q))
 
@@ -694,4 +695,6 @@ def _recall_query(query: str, k: Optional[int], options: Mapping[str, Any], now:
         "include_superseded": bool(options.get("include_superseded", False)),
         "agent_id": _opt_text(options.get("agent_id"), "agent_id"),
         "task_id": _opt_text(options.get("task_id"), "task_id"),
+        "trusted_only": bool(options.get("trusted_only", False)),
+        "as_of": _ms(options.get("as_of"), "as_of"),
     }
