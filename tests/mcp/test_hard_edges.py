@@ -57,7 +57,7 @@ def test_finding_03_04_hard_forget_leaves_no_byte_while_the_server_holds_the_dat
                         {"type": "thought", "text": "Log in to the router admin page"},
                         {"type": "answer", "text": "The guest network is up"},
                     ],
-                    "facts": [f"The guest wifi password is {SECRET}"],
+                    "facts": [f"The guest wifi network name is {SECRET}"],
                     "force": True,
                 },
             )
