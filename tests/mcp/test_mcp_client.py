@@ -11,7 +11,7 @@ from conftest import stdio_server
 TOOLS = {
     "memory_write", "memory_search", "memory_summarize", "memory_forget", "memory_feedback", "memory_history",
     "memory_task_delete", "memory_unsupersede", "memory_share", "memory_list", "memory_get", "memory_correct",
-    "memory_explain", "memory_audit", "memory_stats", "memory_restore", "memory_banks",
+    "memory_explain", "memory_audit", "memory_health", "memory_stats", "memory_restore", "memory_banks",
 }
 
 MEMORIES = [

@@ -220,6 +220,16 @@ def test_panel_flow(seeded, server_factory, panel_factory, tmp_path):
     panel.wait_view("memory", after=before)
     assert query_of(panel)["id"] == ids[ARCHIVED]
 
+    # --- The health report: every finding names its memories and the command that fixes it.
+    before = panel.rendered()
+    click(panel, "nav-health")
+    panel.wait_view("health", after=before)
+    assert query_of(panel) == {"bank": BANK, "view": "health"}
+    assert panel.css("#health-findings") and panel.css("#health-counts")
+    for finding in panel.css("[data-testid=health-finding]"):
+        assert finding.find_element(By.CSS_SELECTOR, "[data-testid=health-fix]").text.startswith("hindsight "), finding.text
+    panel.screenshot("health")
+
     assert panel.js_errors() == []
     assert not panel.error_banner(), panel.error_banner()
 

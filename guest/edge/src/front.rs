@@ -11,9 +11,9 @@ use hindsight_engine::settings::Settings;
 use hindsight_engine::{recall_across, Bank, Engine};
 use hindsight_mcp::{Backend, Caller, ToolError, INSTRUCTIONS};
 use hindsight_types::{
-    Audit, Correction, EndTask, Erasure, ErrorKind, Explanation, FeedbackOutcome, HistoryEntry, ListPage,
-    ListQuery, Memory, MemoryRecord, Principal, Principals, Query, RecallResult, RetainOutcome, Stats, Store,
-    StoreError, TaskEnd, Trajectory,
+    Audit, Correction, EndTask, Erasure, ErrorKind, Explanation, FeedbackOutcome, HealthReport, HistoryEntry,
+    ListPage, ListQuery, Memory, MemoryRecord, Principal, Principals, Query, RecallResult, RetainOutcome,
+    Stats, Store, StoreError, TaskEnd, Trajectory,
 };
 use serde_json::{json, Value};
 
@@ -398,6 +398,11 @@ impl Backend for Edge {
 
     fn audit(&mut self, bank: &str) -> Result<Audit, ToolError> {
         self.bank(bank)?.audit().map_err(engine_error)
+    }
+
+    fn health(&mut self, bank: &str) -> Result<HealthReport, ToolError> {
+        let now = hindsight_types::time::now();
+        self.bank(bank)?.health(now).map_err(engine_error)
     }
 
     fn stats(&mut self, bank: &str) -> Result<Stats, ToolError> {

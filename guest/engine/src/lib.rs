@@ -23,6 +23,7 @@ pub mod segment;
 pub mod store;
 pub mod task;
 pub mod text;
+pub mod usage;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod invariants;

@@ -71,6 +71,9 @@ pub struct Record {
     /// Failures and corrections fed back on it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unhelpful: u32,
+    /// Times the re-extraction guard caught the agent feeding this memory back as new.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reextracted: u32,
     /// What happened to it after it was written (feedback, citations, corrections), the last
     /// [`MAX_EVENTS`] of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -511,6 +514,7 @@ pub fn build(
         cited: 0,
         helpful: 0,
         unhelpful: 0,
+        reextracted: 0,
         events: Vec::new(),
     })
 }

@@ -109,11 +109,12 @@ impl wit::GuestBank for BankResource {
         items: Vec<types::NewMemory>,
         now: Option<i64>,
     ) -> Result<Vec<types::RetainOutcome>, types::Error> {
-        Ok(self.0.borrow_mut().retain(items.wit_into(), now_or_clock(now))?.wit_into())
+        let now = now_or_clock(now);
+        Ok(self.0.borrow_mut().metered("retain", |b| b.retain(items.wit_into(), now))?.wit_into())
     }
 
     fn recall(&self, q: types::RecallQuery) -> Result<types::RecallResult, types::Error> {
-        Ok(self.0.borrow_mut().recall(q.wit_into())?.wit_into())
+        Ok(self.0.borrow_mut().metered("recall", |b| b.recall(q.wit_into()))?.wit_into())
     }
 
     fn recall_with(
@@ -129,7 +130,10 @@ impl wit::GuestBank for BankResource {
             guards.push(guard);
         }
         let mut banks: Vec<&mut hindsight_engine::Bank> = guards.iter_mut().map(|g| &mut **g).collect();
-        Ok(hindsight_engine::recall_across(&mut banks, q.wit_into())?.wit_into())
+        banks[0].begin_metered("recall");
+        let result = hindsight_engine::recall_across(&mut banks, q.wit_into());
+        banks[0].end_metered();
+        Ok(result?.wit_into())
     }
 
     fn get(&self, id: String) -> Result<types::Memory, types::Error> {
@@ -160,6 +164,10 @@ impl wit::GuestBank for BankResource {
         Ok(self.0.borrow_mut().stats()?.wit_into())
     }
 
+    fn last_usage(&self) -> types::Usage {
+        self.0.borrow().last_usage().wit_into()
+    }
+
     fn feedback(
         &self,
         ids: Vec<String>,
@@ -174,12 +182,14 @@ impl wit::GuestBank for BankResource {
     }
 
     fn maintain(&self, now: Option<i64>, dry_run: bool) -> Result<types::MaintainReport, types::Error> {
-        let mut bank = self.0.borrow_mut();
-        let report = if dry_run {
-            bank.maintain_dry_run(now_or_clock(now))?
-        } else {
-            bank.maintain(now_or_clock(now))?
-        };
+        let now = now_or_clock(now);
+        let report = self.0.borrow_mut().metered("maintain", |b| {
+            if dry_run {
+                b.maintain_dry_run(now)
+            } else {
+                b.maintain(now)
+            }
+        })?;
         Ok(report.wit_into())
     }
 
@@ -213,7 +223,8 @@ impl wit::GuestBank for BankResource {
         now: Option<i64>,
     ) -> Result<types::TaskEnd, types::Error> {
         let end = hindsight_types::EndTask { outcome: outcome.wit_into(), detail, force: force_distil };
-        Ok(self.0.borrow_mut().end_task(&id, end, may_share, now_or_clock(now))?.wit_into())
+        let now = now_or_clock(now);
+        Ok(self.0.borrow_mut().metered("task_end", |b| b.end_task(&id, end, may_share, now))?.wit_into())
     }
 
     fn distill_task(
@@ -223,7 +234,12 @@ impl wit::GuestBank for BankResource {
         may_share: bool,
         now: Option<i64>,
     ) -> Result<types::TaskEnd, types::Error> {
-        Ok(self.0.borrow_mut().distill_task(&id, rules_only, may_share, now_or_clock(now))?.wit_into())
+        let now = now_or_clock(now);
+        Ok(self
+            .0
+            .borrow_mut()
+            .metered("distill", |b| b.distill_task(&id, rules_only, may_share, now))?
+            .wit_into())
     }
 
     fn distill_trajectory(
@@ -233,7 +249,12 @@ impl wit::GuestBank for BankResource {
         now: Option<i64>,
     ) -> Result<types::TaskEnd, types::Error> {
         let now = now_or_clock(now);
-        Ok(self.0.borrow_mut().distill_trajectory(trajectory.wit_into(), may_share, now)?.wit_into())
+        let trajectory = trajectory.wit_into();
+        Ok(self
+            .0
+            .borrow_mut()
+            .metered("distill", |b| b.distill_trajectory(trajectory, may_share, now))?
+            .wit_into())
     }
 
     fn delete_task(&self, id: String) -> Result<(), types::Error> {
@@ -249,7 +270,8 @@ impl wit::GuestBank for BankResource {
         since: Option<i64>,
         now: Option<i64>,
     ) -> Result<Vec<types::Distilled>, types::Error> {
-        Ok(self.0.borrow_mut().consolidate(since, now_or_clock(now))?.wit_into())
+        let now = now_or_clock(now);
+        Ok(self.0.borrow_mut().metered("consolidate", |b| b.consolidate(since, now))?.wit_into())
     }
 
     fn list(&self, q: types::ListQuery) -> Result<types::ListPage, types::Error> {
@@ -281,6 +303,10 @@ impl wit::GuestBank for BankResource {
 
     fn audit(&self) -> Result<types::Audit, types::Error> {
         Ok(self.0.borrow_mut().audit()?.wit_into())
+    }
+
+    fn health(&self, now: Option<i64>) -> Result<types::HealthReport, types::Error> {
+        Ok(self.0.borrow_mut().health(now_or_clock(now))?.wit_into())
     }
 
     fn export_page(

@@ -14,6 +14,7 @@ pub const MEMORY_GET: &str =
 pub const MEMORY_CORRECT: &str = "Correct a wrong memory: the given text replaces it as a new memory (source user-feedback, high confidence) that supersedes it, and active memories close to the old content lose some confidence. Returns the new memory, the superseded id, and every memory whose confidence was lowered (cascade).";
 pub const MEMORY_EXPLAIN: &str = "Explain a memory: where it came from (source, agent, the task it was distilled from with its steps, the episodes it was consolidated from, what it replaced), every feedback event, and every recall that returned it, with counts (recalled, cited, helpful).";
 pub const MEMORY_AUDIT: &str = "Audit a bank from its recall log: memories recalled often but never cited or helpful (never_useful), never recalled, and the most useful.";
+pub const MEMORY_HEALTH: &str = "A bank's health: duplicates and contradictions left active, stale memories (expired, low confidence, never recalled), the shares never recalled and recalled but never used, untrusted and redacted counts, re-extraction loops caught, and growth per day. Each finding lists the memory ids and the command that fixes it (maintain, forget ID). Changes nothing.";
 pub const MEMORY_STATS: &str =
     "Counts of a bank's memories by status and kind, its embedding model and stored format.";
 pub const MEMORY_RESTORE: &str = "Bring an archived (softly forgotten) memory back. Returns the memory.";

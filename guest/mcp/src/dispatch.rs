@@ -5,9 +5,9 @@
 //! edge component) and moves bytes.
 
 use hindsight_types::{
-    Audit, Correction, EndTask, Erasure, ErrorKind, Explanation, Failure, FeedbackOutcome, HistoryEntry,
-    ListPage, ListQuery, Memory, MemoryRecord, Named, Outcome, Principal, Query, RecallResult, RetainOutcome,
-    Right, Stats, Step, StepKind, TaskEnd, Trajectory,
+    Audit, Correction, EndTask, Erasure, ErrorKind, Explanation, Failure, FeedbackOutcome, HealthReport,
+    HistoryEntry, ListPage, ListQuery, Memory, MemoryRecord, Named, Outcome, Principal, Query, RecallResult,
+    RetainOutcome, Right, Stats, Step, StepKind, TaskEnd, Trajectory, Usage,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -84,6 +84,13 @@ pub trait Backend {
     fn explain(&mut self, bank: &str, id: &str) -> Result<Explanation, Self::Error>;
     /// The bank's audit.
     fn audit(&mut self, bank: &str) -> Result<Audit, Self::Error>;
+    /// The bank's health report.
+    fn health(&mut self, bank: &str) -> Result<HealthReport, Self::Error>;
+    /// What the last write, search or summary cost, when the backend knows (the tools add it
+    /// to their result as `usage`).
+    fn last_usage(&mut self) -> Option<Usage> {
+        None
+    }
     /// The bank's counts.
     fn stats(&mut self, bank: &str) -> Result<Stats, Self::Error>;
     /// Brings an archived memory back.
@@ -278,6 +285,12 @@ pub const TOOLS: &[Tool] = &[
         schema: input_schema::<BankArgs>,
     },
     Tool {
+        name: "memory_health",
+        description: describe::MEMORY_HEALTH,
+        access: Access::Read,
+        schema: input_schema::<BankArgs>,
+    },
+    Tool {
         name: "memory_stats",
         description: describe::MEMORY_STATS,
         access: Access::Read,
@@ -350,7 +363,7 @@ pub fn call<B: Backend>(
             }
             let outcome = ok(backend.retain(&bank, item))?;
             if caller.may(Right::Read, &bank) {
-                value(outcome)
+                with_usage(value(outcome)?, backend)
             } else {
                 Ok(accepted(&bank))
             }
@@ -374,7 +387,7 @@ pub fn call<B: Backend>(
             };
             let mut result = ok(backend.recall(&banks, query))?;
             result.skipped_banks = skipped;
-            value(result)
+            with_usage(value(result)?, backend)
         }
         "memory_summarize" => summarize(backend, caller, args),
         "memory_forget" => {
@@ -501,14 +514,14 @@ fn bank_tool<B: Backend>(
                 Ok(json!({"id": c.memory.id, "superseded": c.superseded}))
             }
         }
-        "memory_audit" | "memory_stats" => {
+        "memory_audit" | "memory_health" | "memory_stats" => {
             let a: BankArgs = parse(args)?;
             let bank = caller.bank(&a.bank).to_string();
             caller.check(right, &bank)?;
-            if tool.name == "memory_audit" {
-                value(ok(backend.audit(&bank))?)
-            } else {
-                value(ok(backend.stats(&bank))?)
+            match tool.name {
+                "memory_audit" => value(ok(backend.audit(&bank))?),
+                "memory_health" => value(ok(backend.health(&bank))?),
+                _ => value(ok(backend.stats(&bank))?),
             }
         }
         other => Err(ToolError::invalid(format!("name: no tool {other:?}"))),
@@ -596,7 +609,15 @@ fn summarize<B: Backend>(backend: &mut B, caller: &Caller, args: &Value) -> Resu
             }
         }
     }
-    Ok(shown)
+    with_usage(shown, backend)
+}
+
+/// `result` with what the call cost under `usage`, when the backend says.
+fn with_usage<B: Backend>(mut result: Value, backend: &mut B) -> Result<Value, ToolError> {
+    if let (Some(usage), Value::Object(map)) = (backend.last_usage(), &mut result) {
+        map.insert("usage".into(), value(usage)?);
+    }
+    Ok(result)
 }
 
 #[cfg(test)]
@@ -764,6 +785,10 @@ mod tests {
             self.calls.push(format!("audit {bank}"));
             Err(Never)
         }
+        fn health(&mut self, bank: &str) -> Result<HealthReport, Never> {
+            self.calls.push(format!("health {bank}"));
+            Err(Never)
+        }
         fn stats(&mut self, bank: &str) -> Result<Stats, Never> {
             self.calls.push(format!("stats {bank}"));
             Err(Never)
@@ -816,7 +841,7 @@ mod tests {
             "memory_feedback" => json!({"ids": ["m1"], "outcome": "success", "bank": bank}),
             "memory_task_delete" => json!({"task_id": "t1", "bank": bank}),
             "memory_share" => json!({"id": "m1", "to": "agent:elsewhere", "bank": bank}),
-            "memory_list" | "memory_audit" | "memory_stats" => json!({"bank": bank}),
+            "memory_list" | "memory_audit" | "memory_health" | "memory_stats" => json!({"bank": bank}),
             "memory_correct" => json!({"id": "m1", "text": "fixed", "bank": bank}),
             "memory_banks" => json!({}),
             _ => json!({"id": "m1", "bank": bank}),

@@ -5,7 +5,7 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 
 use crate::error::FieldError;
-use crate::names::{FeedbackOutcome, Kind, ListOrder, Named, Source, Status, UseEvent};
+use crate::names::{FeedbackOutcome, HealthKind, Kind, ListOrder, Named, Source, Status, UseEvent};
 use crate::records::{HistoryEntry, MemoryRecord, TaskState};
 use crate::time::{format_iso, Timestamp};
 
@@ -334,6 +334,60 @@ pub struct Audit {
     pub most_useful: Vec<AuditItem>,
     /// Entries in the recall log.
     pub log_entries: u32,
+}
+
+/// One finding of a bank's health report: the memories it concerns, and the command that fixes
+/// it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HealthFinding {
+    /// What was found.
+    pub kind: HealthKind,
+    /// The memories concerned (for a pair, the one the fix acts on first).
+    pub ids: Vec<String>,
+    /// What is wrong, in words.
+    pub detail: String,
+    /// The command that fixes it.
+    pub fix: String,
+}
+
+/// Memories created on one day (UTC).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DayCount {
+    /// `YYYY-MM-DD`.
+    pub day: String,
+    /// Memories created that day (any status now).
+    pub created: u32,
+}
+
+/// What a bank keeps that it should not: duplicates and contradictions left active, stale
+/// memories, memories nobody uses, and what the write-time defence caught.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HealthReport {
+    /// The bank.
+    pub bank: String,
+    /// Active memories.
+    pub active: u32,
+    /// Active memories compared with their neighbours for duplicates and contradictions (the
+    /// newest 20,000).
+    pub checked: u32,
+    /// Duplicates, contradictions and stale memories, each with its fix.
+    pub findings: Vec<HealthFinding>,
+    /// Active memories never recalled.
+    pub never_recalled: u32,
+    /// `never_recalled` over `active` (0 for an empty bank).
+    pub never_recalled_share: f32,
+    /// Active memories recalled but never cited, reported used or marked helpful.
+    pub recalled_unused: u32,
+    /// `recalled_unused` over `active`.
+    pub recalled_unused_share: f32,
+    /// Active memories marked untrusted (instruction-like text from a tool, an import, inference).
+    pub untrusted: u32,
+    /// Active memories holding a `[redacted:…]` secret.
+    pub redacted: u32,
+    /// Times the re-extraction guard caught recalled text fed back as new.
+    pub reextractions: u32,
+    /// Memories created per day, over the last 30 days that created any, oldest first.
+    pub growth: Vec<DayCount>,
 }
 
 /// One page of a bank's export: JSON lines.

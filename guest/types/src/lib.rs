@@ -26,23 +26,23 @@ pub mod wit_map;
 
 pub use access::{Denied, Principal, Principals, Right, MIN_TOKEN_CHARS};
 pub use audit::{
-    Audit, AuditItem, Cascaded, Correction, Explanation, ExportPage, ImportReport, ListPage, ListQuery,
-    RecallHit, RecallLogEntry, UseRecord,
+    Audit, AuditItem, Cascaded, Correction, DayCount, Explanation, ExportPage, HealthFinding, HealthReport,
+    ImportReport, ListPage, ListQuery, RecallHit, RecallLogEntry, UseRecord,
 };
 pub use error::{Error, FieldError, Result};
 pub use ids::validate_bank_id;
 pub use item::{split_list, Memory, Scope};
 pub use llm::{Llm, LlmError, LlmRequest, LlmResponse, NoLlm};
 pub use names::{
-    DistillMethod, ErrorKind, Failure, FailureType, FeedbackOutcome, HistoryEvent, Kind, ListOrder,
-    LlmOperation, MaintainAction, Named, Outcome, RetainAction, ScopeLevel, Source, Status, StepKind,
-    UseEvent,
+    DistillMethod, ErrorKind, Failure, FailureType, FeedbackOutcome, HealthKind, HistoryEvent, Kind,
+    ListOrder, LlmOperation, MaintainAction, Named, Outcome, RetainAction, ScopeLevel, Source, Status,
+    StepKind, UseEvent,
 };
 pub use random::random_u64;
 pub use records::{
-    Distilled, EndTask, Erasure, HistoryEntry, MaintainReport, MaintainStep, MemoryRecord, NewTask, Query,
-    RecallResult, Recalled, RetainOutcome, Score, Stats, Step, TaskEnd, TaskState, TaskUpdate, ToolCall,
-    Trajectory,
+    Distilled, EndTask, Erasure, HistoryEntry, MaintainReport, MaintainStep, MemoryRecord, NewTask,
+    OperationUsage, Query, RecallResult, Recalled, RetainOutcome, Score, Stats, Step, TaskEnd, TaskState,
+    TaskUpdate, ToolCall, Trajectory, Usage,
 };
 pub use settings::Settings;
 pub use store::{MemoryStore, Op, Store, StoreError};

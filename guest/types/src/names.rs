@@ -172,6 +172,19 @@ named!(
 );
 
 named!(
+    /// What the health report found about a bank's active memories.
+    #[non_exhaustive]
+    HealthKind {
+        /// Two memories that say the same thing.
+        Duplicate = "duplicate",
+        /// Two memories that say different things about the same matter, both still believed.
+        Contradiction = "contradiction",
+        /// Memories `maintain` would archive: expired, low confidence, never recalled or used.
+        Stale = "stale",
+    }
+);
+
+named!(
     /// One entry of a task's step log.
     StepKind {
         /// The agent's reasoning.

@@ -437,6 +437,65 @@ impl RetainOutcome {
     }
 }
 
+/// What one call cost: the LLM calls it made and their tokens, the texts it embedded, its time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Usage {
+    /// LLM calls made (answered or failed).
+    pub llm_calls: u32,
+    /// Prompt tokens the LLM counted.
+    pub prompt_tokens: u64,
+    /// Answer tokens the LLM counted.
+    pub completion_tokens: u64,
+    /// Texts given to the embedding model.
+    pub embed_texts: u32,
+    /// Time in the engine, in milliseconds.
+    pub elapsed_ms: u64,
+    /// An LLM call was skipped because it would have gone past `limits.llm_token_budget`: the
+    /// call used the rules instead.
+    pub over_budget: bool,
+}
+
+impl Usage {
+    /// Tokens spent, prompt and answer.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+/// Running totals of one operation's usage on a bank.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct OperationUsage {
+    /// `retain`, `recall`, `task_end`, `distill`, `consolidate` or `maintain`.
+    pub operation: String,
+    /// Calls counted.
+    pub calls: u64,
+    /// LLM calls made.
+    pub llm_calls: u64,
+    /// Prompt tokens spent.
+    pub prompt_tokens: u64,
+    /// Answer tokens spent.
+    pub completion_tokens: u64,
+    /// Texts embedded.
+    pub embed_texts: u64,
+    /// Time in the engine, in milliseconds.
+    pub elapsed_ms: u64,
+    /// Calls that went over `limits.llm_token_budget` and used the rules.
+    pub over_budget: u64,
+}
+
+impl OperationUsage {
+    /// Adds one call's `usage` (`new_call`: the first part of a call counted, so its count).
+    pub fn add(&mut self, usage: &Usage, new_call: bool) {
+        self.calls += u64::from(new_call);
+        self.llm_calls += u64::from(usage.llm_calls);
+        self.prompt_tokens += usage.prompt_tokens;
+        self.completion_tokens += usage.completion_tokens;
+        self.embed_texts += u64::from(usage.embed_texts);
+        self.elapsed_ms += usage.elapsed_ms;
+        self.over_budget += u64::from(usage.over_budget && new_call);
+    }
+}
+
 /// Counts of a bank's memories.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stats {
@@ -464,6 +523,8 @@ pub struct Stats {
     pub sequence: u64,
     /// The version of the stored format the bank is in.
     pub format_version: u32,
+    /// Running totals per operation (retain, recall, task_end, distill, consolidate, maintain).
+    pub usage: Vec<OperationUsage>,
 }
 
 impl Serialize for Stats {
@@ -482,6 +543,7 @@ impl Serialize for Stats {
             inference: &'a str,
             sequence: u64,
             format_version: u32,
+            usage: std::collections::BTreeMap<&'a str, &'a OperationUsage>,
         }
         use crate::names::Named;
         Wire {
@@ -497,6 +559,7 @@ impl Serialize for Stats {
             inference: &self.inference,
             sequence: self.sequence,
             format_version: self.format_version,
+            usage: self.usage.iter().map(|u| (u.operation.as_str(), u)).collect(),
         }
         .serialize(s)
     }

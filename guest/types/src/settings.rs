@@ -201,6 +201,10 @@ pub struct Limits {
     pub max_k: u32,
     /// A recall query's text.
     pub max_query_bytes: usize,
+    /// LLM tokens (prompt and answer) one call — a task end, a distillation, a retain's
+    /// judgement, a consolidation — may spend; an LLM call that would go past it is not made and
+    /// the rules decide instead (the call's usage says `over_budget`). 0: no cap.
+    pub llm_token_budget: u64,
 }
 
 impl Default for Limits {
@@ -213,6 +217,7 @@ impl Default for Limits {
             max_items_per_retain: 1000,
             max_k: 1000,
             max_query_bytes: 8 * 1024,
+            llm_token_budget: 0,
         }
     }
 }

@@ -80,6 +80,7 @@ macro_rules! wit_map {
             $t::FeedbackOutcome => FeedbackOutcome { Success, Failure, Correction }
             $t::HistoryEvent => HistoryEvent { Created, Superseded, Merged, Archived }
             $t::MaintainAction => MaintainAction { Archived, Merged }
+            $t::HealthKind => HealthKind { Duplicate, Contradiction, Stale }
             $t::StepKind => StepKind { Thought, ToolCall, ToolResult, UserMessage, Answer }
             $t::TaskOutcome => Outcome { Success, Failure, Interrupted }
             $t::DistillMethod => DistillMethod { Llm, Rules, Skipped }
@@ -115,7 +116,14 @@ macro_rules! wit_map {
             $t::Recalled => Recalled { memory, score, conflicting, possibly_stale, in_prompt, bank, handle }
             $t::Stats => Stats {
                 bank, total, active, archived, superseded, merged, active_by_kind, embedding_model,
-                dimension, inference, sequence, format_version
+                dimension, inference, sequence, format_version, usage
+            }
+            $t::Usage => Usage {
+                llm_calls, prompt_tokens, completion_tokens, embed_texts, elapsed_ms, over_budget
+            }
+            $t::OperationUsage => OperationUsage {
+                operation, calls, llm_calls, prompt_tokens, completion_tokens, embed_texts, elapsed_ms,
+                over_budget
             }
             $t::HistoryEntry => HistoryEntry { at, event, memory, other }
             $t::MaintainStep => MaintainStep { id, action, into, reason }
@@ -142,6 +150,12 @@ macro_rules! wit_map {
             }
             $t::AuditItem => AuditItem { id, content, recalled, cited, helpful }
             $t::Audit => Audit { bank, never_useful, never_recalled, most_useful, log_entries }
+            $t::HealthFinding => HealthFinding { kind, ids, detail, fix }
+            $t::DayCount => DayCount { day, created }
+            $t::HealthReport => HealthReport {
+                bank, active, checked, findings, never_recalled, never_recalled_share, recalled_unused,
+                recalled_unused_share, untrusted, redacted, reextractions, growth
+            }
             $t::ExportPage => ExportPage { lines, next }
             $t::NewTask => NewTask { goal, task_type, agent_id }
             $t::Erasure => Erasure { memories, vectors, recall_log_entries, tasks, remaining }

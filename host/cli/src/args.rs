@@ -221,6 +221,14 @@ pub enum Command {
     },
     /// Memories recalled often and never useful, never recalled, and the most useful.
     Audit,
+    /// What the bank keeps that it should not: duplicates and contradictions left active, stale
+    /// memories, never-recalled and never-used shares, untrusted and redacted counts,
+    /// re-extractions caught, growth per day; each finding with the command that fixes it.
+    Health {
+        /// "Now" for ages and expiry (ISO 8601) [default: the wall clock].
+        #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+        now: Option<String>,
+    },
     /// Write the bank as JSON lines (header, memories, tasks, recall log) to standard output.
     Export {
         /// Include each memory's vector (base64 little-endian f32): import then embeds nothing.

@@ -367,6 +367,15 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
             let v = to_json(&x);
             print(&g, &v, || serde_json::to_string_pretty(&v).expect("json"));
         }
+        Command::Health { now } => {
+            let b = bank(&g, true)?;
+            let b = match time("now", &now)? {
+                Some(at) => b.at(at),
+                None => b,
+            };
+            let report = b.health()?;
+            print(&g, &report, || render::health(&report));
+        }
         Command::Audit => {
             let a = bank(&g, true)?.audit()?;
             print(&g, &a, || render::audit(&a));
@@ -395,8 +404,9 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
         Command::Task { command } => task(&g, command)?,
         Command::Consolidate { since } => {
             let since = time("since", &since)?;
-            let items = bank(&g, true)?.consolidate(since)?;
-            print(&g, &json!({"items": items}), || {
+            let b = bank(&g, true)?;
+            let items = b.consolidate(since)?;
+            print(&g, &with_usage(&json!({"items": items}), b.last_usage()), || {
                 items.iter().map(render::distilled).collect::<Vec<_>>().join("\n")
             });
         }
@@ -424,6 +434,7 @@ fn run(cli: Cli) -> CliResult<ExitCode> {
             let mut v = serde_json::to_value(&report).expect("reports serialise");
             v["seconds"] = json!((seconds * 1000.0).round() / 1000.0);
             v["dry_run"] = json!(dry_run);
+            let v = with_usage(&v, b.last_usage());
             print(&g, &v, || {
                 let text = render::maintain(&report, seconds);
                 if dry_run {
@@ -454,11 +465,14 @@ fn recall(g: &Global, args: RecallArgs) -> CliResult<()> {
     query.as_of = time("as_of", &args.as_of)?;
     query.task_id = args.task;
     let hs = open(g, true)?;
-    let result = match &args.banks {
-        Some(banks) => hs.recall(split_list(banks), query)?,
-        None => hs.bank(&g.bank)?.recall(query)?,
+    let (result, usage) = match &args.banks {
+        Some(banks) => (hs.recall(split_list(banks), query)?, None),
+        None => {
+            let b = hs.bank(&g.bank)?;
+            (b.recall(query)?, b.last_usage())
+        }
     };
-    print(g, &result, || render::recall(&result));
+    print(g, &with_usage(&result, usage), || render::recall(&result));
     if result.items.is_empty() {
         let banks = hs.banks()?;
         if !banks.contains(&g.bank) {
@@ -504,13 +518,13 @@ fn task(g: &Global, command: TaskCommand) -> CliResult<()> {
             end.detail = detail;
             end.force = force;
             let ended = b.resume_task(&id)?.end(end)?;
-            print(g, &ended, || render::task_end(&ended));
+            print(g, &with_usage(&ended, b.last_usage()), || render::task_end(&ended));
             return Ok(());
         }
         TaskCommand::Distill { id, rules } => {
             let ended =
                 b.resume_task(&id)?.distill(if rules { Distiller::Rules } else { Distiller::Auto })?;
-            print(g, &ended, || render::task_end(&ended));
+            print(g, &with_usage(&ended, b.last_usage()), || render::task_end(&ended));
             return Ok(());
         }
         TaskCommand::Delete { id, hard } => {
@@ -570,8 +584,9 @@ fn retain(g: &Global, args: RetainArgs) -> CliResult<ExitCode> {
     let defaults = item_from_flags(&args)?;
     match (&args.text, &args.file) {
         (Some(_), _) => {
-            let outcome = bank(g, false)?.retain([defaults]).map_err(CliError::single_item)?.remove(0);
-            print(g, &outcome, || render::outcome(&outcome));
+            let b = bank(g, false)?;
+            let outcome = b.retain([defaults]).map_err(CliError::single_item)?.remove(0);
+            print(g, &with_usage(&outcome, b.last_usage()), || render::outcome(&outcome));
             Ok(ExitCode::SUCCESS)
         }
         (None, Some(file)) => retain_file::run(g, file, args.batch, defaults),
@@ -608,4 +623,13 @@ pub fn progress(g: &Global, len: u64, template: &str) -> Option<indicatif::Progr
 /// Values for `--json` output.
 pub fn to_json(value: &impl serde::Serialize) -> Value {
     serde_json::to_value(value).expect("results serialise")
+}
+
+/// A result for `--json` with what the call cost under `usage`.
+fn with_usage(value: &impl serde::Serialize, usage: Option<hindsight::types::Usage>) -> Value {
+    let mut v = to_json(value);
+    if let (Some(usage), Value::Object(map)) = (usage, &mut v) {
+        map.insert("usage".into(), to_json(&usage));
+    }
+    v
 }

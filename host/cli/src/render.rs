@@ -4,8 +4,8 @@
 
 use hindsight::time::format_iso;
 use hindsight::types::{
-    Audit, AuditItem, Distilled, HistoryEntry, ListPage, MaintainAction, MaintainReport, MemoryRecord,
-    RecallResult, RetainOutcome, Status, TaskEnd, TaskState,
+    Audit, AuditItem, Distilled, HealthReport, HistoryEntry, ListPage, MaintainAction, MaintainReport,
+    MemoryRecord, RecallResult, RetainOutcome, Status, TaskEnd, TaskState,
 };
 
 /// `text` with control characters (other than newline and tab) and bidi controls escaped.
@@ -197,6 +197,48 @@ pub fn audit(a: &Audit) -> String {
         section("most useful", &a.most_useful),
     ]
     .join("\n")
+}
+
+pub fn health(h: &HealthReport) -> String {
+    let percent = |share: f32| format!("{:.0}%", share * 100.0);
+    let mut out = vec![format!(
+        "bank {}: {} active ({} checked for pairs), {} findings",
+        h.bank,
+        h.active,
+        h.checked,
+        h.findings.len()
+    )];
+    for f in &h.findings {
+        const SHOWN: usize = 10;
+        let mut ids = f.ids.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+        if f.ids.len() > SHOWN {
+            ids.push_str(&format!(", … ({} in all; --json lists them)", f.ids.len()));
+        }
+        out.push(format!(
+            "{}: {}
+  ids: {ids}
+  fix: {}",
+            f.kind,
+            safe(&f.detail),
+            f.fix
+        ));
+    }
+    out.push(format!(
+        "never recalled: {} ({}); recalled, never used: {} ({})",
+        h.never_recalled,
+        percent(h.never_recalled_share),
+        h.recalled_unused,
+        percent(h.recalled_unused_share)
+    ));
+    out.push(format!(
+        "untrusted: {}; redacted: {}; re-extractions caught: {}",
+        h.untrusted, h.redacted, h.reextractions
+    ));
+    if !h.growth.is_empty() {
+        let days: Vec<String> = h.growth.iter().map(|d| format!("{} +{}", d.day, d.created)).collect();
+        out.push(format!("growth: {}", days.join(", ")));
+    }
+    out.join("\n")
 }
 
 /// A hard forget's receipt.

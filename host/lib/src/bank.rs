@@ -2,13 +2,13 @@
 //! handles that route every call to the instance serving the bank.
 
 use hindsight_types::{
-    Audit, Correction, Distilled, EndTask, Erasure, Explanation, FeedbackOutcome, HistoryEntry, ImportReport,
-    ListPage, ListQuery, MaintainReport, Memory, MemoryRecord, NewTask, Query, RecallResult, RetainOutcome,
-    Stats, Step, TaskEnd, TaskState, TaskUpdate, Timestamp, Trajectory,
+    Audit, Correction, Distilled, EndTask, Erasure, Explanation, FeedbackOutcome, HealthReport, HistoryEntry,
+    ImportReport, ListPage, ListQuery, MaintainReport, Memory, MemoryRecord, NewTask, Query, RecallResult,
+    RetainOutcome, Stats, Step, TaskEnd, TaskState, TaskUpdate, Timestamp, Trajectory, Usage,
 };
 
 use crate::hindsight::Hindsight;
-use crate::runtime::Worker;
+use crate::runtime::{UsageSlot, Worker};
 use crate::wit::{self, WitInto};
 use crate::Result;
 use hindsight_types::Right;
@@ -22,6 +22,8 @@ pub struct Bank {
     hs: Hindsight,
     id: String,
     now: Option<Timestamp>,
+    /// What the last metered call through this handle (or a clone) cost.
+    usage: UsageSlot,
 }
 
 // Here rather than in hindsight.rs: the engine handle knows nothing of the bank handle.
@@ -36,7 +38,7 @@ impl Hindsight {
 
 impl Bank {
     fn new(hs: Hindsight, id: String) -> Bank {
-        Bank { hs, id, now: None }
+        Bank { hs, id, now: None, usage: UsageSlot::default() }
     }
 
     /// The bank's id.
@@ -91,8 +93,9 @@ impl Bank {
         self.embed_missing(&mut items)?;
         let items: Vec<wit::types::NewMemory> = items.wit_into();
         let now = self.now;
+        let slot = self.usage.clone();
         let outcomes = self.call(Right::Write, move |w, bank| {
-            w.with_bank(bank, |b, s, h| b.call_retain(s, h, &items, now))
+            w.with_bank_metered(bank, &slot, |b, s, h| b.call_retain(s, h, &items, now))
         })?;
         Ok(outcomes.wit_into())
     }
@@ -138,8 +141,11 @@ impl Bank {
             query.agent_id = self.hs.principal.as_ref().map(|p| p.name().to_string());
         }
         let query: wit::types::RecallQuery = query.wit_into();
+        let slot = self.usage.clone();
         Ok(self
-            .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_recall(s, h, &query)))?
+            .call(Right::Read, move |w, bank| {
+                w.with_bank_metered(bank, &slot, |b, s, h| b.call_recall(s, h, &query))
+            })?
             .wit_into())
     }
 
@@ -300,9 +306,10 @@ impl Bank {
 
     fn maintain_with(&self, dry_run: bool) -> Result<MaintainReport> {
         let now = self.now;
+        let slot = self.usage.clone();
         Ok(self
             .call(Right::Write, move |w, bank| {
-                w.with_bank(bank, |b, s, h| b.call_maintain(s, h, now, dry_run))
+                w.with_bank_metered(bank, &slot, |b, s, h| b.call_maintain(s, h, now, dry_run))
             })?
             .wit_into())
     }
@@ -394,9 +401,38 @@ impl Bank {
             .wit_into())
     }
 
+    /// What the last retain, recall, maintain, consolidate, task end or distillation made
+    /// through this handle (or a clone of it) cost: LLM calls and tokens, texts embedded, time
+    /// in the engine, and whether `limits.llm_token_budget` stopped an LLM call. None before the
+    /// first.
+    ///
+    /// ```no_run
+    /// # fn main() -> hindsight::Result<()> {
+    /// let hs = hindsight::Hindsight::builder().memory().no_llm().open()?;
+    /// let bank = hs.bank("agent")?;
+    /// bank.retain(["The deploy script is blue-green"])?;
+    /// let usage = bank.last_usage().expect("a retain was made");
+    /// assert_eq!(usage.embed_texts, 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn last_usage(&self) -> Option<Usage> {
+        *self.usage.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Memories recalled often and never useful, never recalled, and the most useful.
     pub fn audit(&self) -> Result<Audit> {
         Ok(self.call(Right::Read, |w, bank| w.with_bank(bank, |b, s, h| b.call_audit(s, h)))?.wit_into())
+    }
+
+    /// What the bank keeps that it should not: duplicates and contradictions left active, stale
+    /// memories, the shares never recalled and never used, what the write-time defence caught,
+    /// growth per day. Each finding names the memories and the command that fixes it. Changes
+    /// nothing.
+    pub fn health(&self) -> Result<HealthReport> {
+        let now = self.now;
+        Ok(self
+            .call(Right::Read, move |w, bank| w.with_bank(bank, |b, s, h| b.call_health(s, h, now)))?
+            .wit_into())
     }
 
     /// Writes the bank as JSON lines to `out`, a page at a time (a header naming the format and
@@ -552,7 +588,8 @@ impl Bank {
             w.discard();
             Ok(())
         })?;
-        let rebuilt = Bank { hs: to.clone(), id: self.id.clone(), now: self.now };
+        let rebuilt =
+            Bank { hs: to.clone(), id: self.id.clone(), now: self.now, usage: UsageSlot::default() };
         rebuilt.reindex()?;
         Ok(switched)
     }
@@ -561,8 +598,9 @@ impl Bank {
     /// language model; an `Llm` error without one.
     pub fn consolidate(&self, since: Option<Timestamp>) -> Result<Vec<Distilled>> {
         let now = self.now;
+        let slot = self.usage.clone();
         let items = self.call(Right::Write, move |w, bank| {
-            w.with_bank(bank, |b, s, h| b.call_consolidate(s, h, since, now))
+            w.with_bank_metered(bank, &slot, |b, s, h| b.call_consolidate(s, h, since, now))
         })?;
         Ok(items.wit_into())
     }
@@ -582,8 +620,11 @@ impl Bank {
             step.at.get_or_insert(agent_now);
         }
         let trajectory: wit::types::Trajectory = trajectory.wit_into();
+        let slot = self.usage.clone();
         let ended = self.call(Right::Write, move |w, bank| {
-            w.with_bank(bank, |b, s, h| b.call_distill_trajectory(s, h, &trajectory, may_share, now))
+            w.with_bank_metered(bank, &slot, |b, s, h| {
+                b.call_distill_trajectory(s, h, &trajectory, may_share, now)
+            })
         })?;
         Ok(ended.wit_into())
     }
@@ -667,8 +708,11 @@ impl Task {
     pub fn distill(&self, how: Distiller) -> Result<TaskEnd> {
         let rules_only = how == Distiller::Rules;
         let (id, now, may_share) = (self.id.clone(), self.bank.now, self.bank.hs.may_share());
+        let slot = self.bank.usage.clone();
         let ended = self.bank.call(Right::Write, move |w, bank| {
-            w.with_bank(bank, |b, s, h| b.call_distill_task(s, h, &id, rules_only, may_share, now))
+            w.with_bank_metered(bank, &slot, |b, s, h| {
+                b.call_distill_task(s, h, &id, rules_only, may_share, now)
+            })
         })?;
         Ok(ended.wit_into())
     }
@@ -681,8 +725,9 @@ impl Task {
         let (id, now, may_share) = (self.id.clone(), self.bank.now, self.bank.hs.may_share());
         let outcome = end.outcome;
         let wit_outcome = end.outcome.wit_into();
+        let slot = self.bank.usage.clone();
         let ended = self.bank.call(Right::Write, move |w, bank| {
-            w.with_bank(bank, |b, s, h| {
+            w.with_bank_metered(bank, &slot, |b, s, h| {
                 b.call_end_task(s, h, &id, wit_outcome, end.detail.as_deref(), end.force, may_share, now)
             })
         })?;

@@ -72,11 +72,12 @@ pub mod types {
     pub use crate::bank::{Distiller, TaskFilter, Vectors};
     pub use crate::runtime::Timings;
     pub use hindsight_types::{
-        split_list, Audit, AuditItem, Cascaded, Correction, DistillMethod, Distilled, EndTask, Erasure,
-        Explanation, FailureType, FeedbackOutcome, FieldError, HistoryEntry, HistoryEvent, ImportReport,
-        ListOrder, ListPage, ListQuery, MaintainAction, MaintainReport, MaintainStep, MemoryRecord, Named,
-        NewTask, RecallHit, RecallLogEntry, RecallResult, Recalled, RetainAction, RetainOutcome, Score,
-        Stats, Status, StepKind, TaskEnd, TaskState, TaskUpdate, ToolCall, Trajectory, UseEvent, UseRecord,
+        split_list, Audit, AuditItem, Cascaded, Correction, DayCount, DistillMethod, Distilled, EndTask,
+        Erasure, Explanation, FailureType, FeedbackOutcome, FieldError, HealthFinding, HealthKind,
+        HealthReport, HistoryEntry, HistoryEvent, ImportReport, ListOrder, ListPage, ListQuery,
+        MaintainAction, MaintainReport, MaintainStep, MemoryRecord, Named, NewTask, OperationUsage,
+        RecallHit, RecallLogEntry, RecallResult, Recalled, RetainAction, RetainOutcome, Score, Stats, Status,
+        StepKind, TaskEnd, TaskState, TaskUpdate, ToolCall, Trajectory, Usage, UseEvent, UseRecord,
         MIN_TOKEN_CHARS,
     };
 }

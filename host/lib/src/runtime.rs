@@ -422,6 +422,9 @@ pub(crate) struct Worker {
 /// A call into the guest: the engine's answer, or a trap.
 type GuestCall<T> = wasmtime::Result<Result<T, types::Error>>;
 
+/// Where a metered call leaves what it cost, for the bank handle that made it.
+pub(crate) type UsageSlot = Arc<std::sync::Mutex<Option<hindsight_types::Usage>>>;
+
 impl Worker {
     pub(crate) fn new(runtime: Arc<Runtime>) -> Worker {
         Worker { runtime, instance: None, deadline_ticks: None }
@@ -445,6 +448,22 @@ impl Worker {
                 Err(self.runtime.describe_trap(trap, &instance.store))
             }
         }
+    }
+
+    /// [`Worker::with_bank`] for a call the engine meters: what it cost (whether it succeeded
+    /// or not) is left in `slot`.
+    pub(crate) fn with_bank_metered<T>(
+        &mut self,
+        bank: &str,
+        slot: &UsageSlot,
+        f: impl FnOnce(&guest::GuestBank, &mut wasmtime::Store<HostState>, ResourceAny) -> GuestCall<T>,
+    ) -> Result<T> {
+        self.with_bank(bank, |b, s, h| {
+            let out = f(b, &mut *s, h)?;
+            let usage = b.call_last_usage(&mut *s, h)?;
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(usage.wit_into());
+            Ok(out)
+        })
     }
 
     /// Runs `f` on `bank`'s resource, opening the bank on first use.

@@ -38,6 +38,11 @@ export type RecallLogEntry = WithMillis<wit.RecallLogEntry>;
 export type Explanation = WithMillis<wit.Explanation>;
 export type AuditItem = wit.AuditItem;
 export type Audit = wit.Audit;
+export type HealthKind = wit.HealthKind;
+export type HealthFinding = wit.HealthFinding;
+export type HealthReport = wit.HealthReport;
+export type Usage = wit.Usage;
+export type OperationUsage = wit.OperationUsage;
 
 /** What to retain: text, or the WIT `new-memory` fields (camelCase); unset fields take the engine's defaults. */
 export type NewMemory =
@@ -219,4 +224,8 @@ export class Bank {
   used(ids: string[], options?: { taskId?: string; now?: When }): Memory[];
   explain(id: string): Explanation;
   audit(): Audit;
+  /** What the last retain, recall, task end, distillation, consolidation or maintenance cost. */
+  lastUsage(): Usage;
+  /** Duplicates, contradictions and stale memories (each with its fix), unused shares, defence counts, growth. */
+  health(options?: { now?: When }): HealthReport;
 }

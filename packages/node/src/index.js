@@ -457,6 +457,23 @@ export class Bank {
     return this.#call((b) => b.audit());
   }
 
+  /**
+   * What the bank's last retain, recall, task end, distillation, consolidation or maintenance
+   * cost: `{llmCalls, promptTokens, completionTokens, embedTexts, elapsedMs, overBudget}`.
+   */
+  lastUsage() {
+    return this.#call((b) => b.lastUsage());
+  }
+
+  /**
+   * What the bank keeps that it should not: duplicates and contradictions left active, stale
+   * memories, unused shares, untrusted and redacted counts, re-extractions caught, growth per
+   * day; each finding with the ids and the command that fixes it. Changes nothing.
+   */
+  health({ now } = {}) {
+    return this.#call((b) => b.health(ts(now)));
+  }
+
   /** @internal */
   callBank(f) {
     return this.#call(f);

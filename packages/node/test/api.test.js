@@ -241,3 +241,30 @@ test('a task\'s answer cites what it recalled; explain and the audit tell what w
   assert.throws(() => bank.explain('no-such-id'), (e) => e.kind === 'not-found');
   await hs.close();
 });
+
+test('health finds a forced duplicate with its fix, and every call reports its usage', async () => {
+  const hs = await Hindsight.open({ db: join(dir, 'health.db'), llm: null });
+  const bank = hs.bank('agent');
+  const [first, copy] = bank.retain(
+    [
+      { content: 'The staging cluster runs Kubernetes 1.29', force: true },
+      { content: 'The staging cluster runs Kubernetes 1.29', force: true },
+    ],
+    { now: NOW },
+  ).map((o) => o.id);
+  assert.equal(bank.lastUsage().embedTexts, 2);
+  assert.equal(bank.lastUsage().llmCalls, 0);
+  const report = bank.health({ now: NOW + 1 });
+  assert.equal(report.active, 2);
+  const duplicates = report.findings.filter((f) => f.kind === 'duplicate');
+  assert.equal(duplicates.length, 1, JSON.stringify(report.findings));
+  assert.deepEqual([...duplicates[0].ids].sort(), [first, copy].sort());
+  assert.equal(duplicates[0].fix, 'hindsight maintain --bank agent');
+  bank.maintain({ now: NOW + 1 });
+  assert.deepEqual(bank.health({ now: NOW + 1 }).findings, []);
+  bank.recall('staging cluster', { now: NOW + 2 });
+  assert.equal(bank.lastUsage().embedTexts, 1);
+  const totals = bank.stats().usage;
+  assert.ok(totals.some((u) => u.operation === 'retain' && Number(u.calls) === 1), JSON.stringify(totals, (_, v) => (typeof v === 'bigint' ? Number(v) : v)));
+  await hs.close();
+});

@@ -342,3 +342,21 @@ def test_a_tasks_answer_cites_what_it_recalled_and_explain_and_the_audit_tell_wh
     with pytest.raises(HindsightError) as e:
         bank.explain("no-such-id")
     assert e.value.kind == "not-found"
+
+
+def test_health_finds_a_forced_duplicate_with_its_fix_and_every_call_reports_its_usage(hs):
+    bank = hs.bank("api-health")
+    first, copy = [o.id for o in bank.retain([
+        {"content": "The staging cluster runs Kubernetes 1.29", "force": True},
+        {"content": "The staging cluster runs Kubernetes 1.29", "force": True}], now=NOW)]
+    assert (bank.last_usage().embed_texts, bank.last_usage().llm_calls) == (2, 0)
+    report = bank.health(now=NOW + 1)
+    assert report.active == 2
+    [duplicate] = [f for f in report.findings if f.kind == "duplicate"]
+    assert sorted(duplicate.ids) == sorted([first, copy])
+    assert duplicate.fix == "hindsight maintain --bank api-health"
+    bank.maintain(now=NOW + 1)
+    assert bank.health(now=NOW + 1).findings == []
+    bank.recall("staging cluster", now=NOW + 2)
+    assert bank.last_usage().embed_texts == 1
+    assert any(u.operation == "retain" and u.calls == 1 for u in bank.stats().usage)

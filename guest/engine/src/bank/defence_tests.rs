@@ -139,3 +139,26 @@ fn recall_as_of_a_time_between_two_writes_answers_with_the_old_value() {
     let after = bank.recall(ask(Some(NOW + 15 * DAY_MS))).unwrap();
     assert_eq!(texts(&after), ["user now prefers Python"]);
 }
+
+#[test]
+fn a_secret_in_a_task_is_redacted_before_the_task_record_keeps_it() {
+    let store = Arc::new(MemoryStore::new());
+    let mut bank = open(&store);
+    let id = bank.begin_task(&NewTask::new(format!("rotate the staging key {KEY}")), NOW).unwrap().id;
+    bank.update_task(&id, TaskUpdate::Fact(format!("the old key was {KEY}")), None, NOW).unwrap();
+    let step =
+        Step::new(StepKind::ToolCall, format!("curl -H 'x-api-key: {KEY}' https://api.example")).at(NOW);
+    bank.update_task(&id, TaskUpdate::Step(step), None, NOW).unwrap();
+    let state = bank.task(&id).unwrap();
+    assert!(state.goal.contains("[redacted:api-key]"), "{}", state.goal);
+    assert_eq!(state.confirmed_facts, ["the old key was [redacted:api-key]"]);
+    assert!(!store.contains_bytes(KEY.as_bytes()), "the key is nowhere in the store");
+
+    let mut settings = Settings::default();
+    settings.defence.secrets = DefenceAction::Refuse;
+    let mut strict = open_dim(&store, 64, std::rc::Rc::new(crate::llm::NoLlm), settings);
+    let err =
+        strict.update_task(&id, TaskUpdate::Note(format!("key {KEY}")), None, NOW).unwrap_err().to_string();
+    assert!(err.contains("text") && err.contains("api-key") && !err.contains(KEY), "{err}");
+    assert_eq!(strict.task(&id).unwrap().notes, Vec::<String>::new(), "the refused note is not kept");
+}

@@ -11,12 +11,14 @@ use hindsight_types::{
 };
 
 use super::Bank;
+use crate::defence::screen_text;
 use crate::filter::{asks_to_remember, is_transient_failure, repeat_key};
 use crate::llm::{parse_json, LlmError, LlmRequest};
 use crate::record::{Record, TAG_CONSTRAINT, TAG_PREFERENCE, TAG_TRANSIENT};
 use crate::store::StoreError;
 use crate::store::{scan_all, Op};
 use crate::task::Task;
+use crate::usage::OVER_BUDGET;
 use crate::{Error, Result};
 
 /// What the LLM is asked to return.
@@ -88,7 +90,9 @@ impl Bank {
 
     pub fn begin_task(&mut self, new: &NewTask, now: Timestamp) -> Result<TaskState> {
         let id = format!("t{}", &self.new_id(now)[1..]);
-        let task = Task::new(id, new, now)?;
+        let mut new = new.clone();
+        new.goal = screen_text("goal", &new.goal, &self.settings.defence)?;
+        let task = Task::new(id, &new, now)?;
         self.save_task(&task, None)?;
         Ok(task.to_state())
     }
@@ -130,9 +134,28 @@ impl Bank {
         now: Timestamp,
     ) -> Result<TaskState> {
         let limits = self.settings.tasks.clone();
+        let update = self.screened(update)?;
         Ok(self
             .change_task(id, |task| task.apply(update.clone(), expected_version, now, &limits))?
             .to_state())
+    }
+
+    /// A task update with the write-time defence applied to its text: a secret is redacted (or
+    /// the update refused) before the task record keeps it, as a memory's would be.
+    fn screened(&self, update: TaskUpdate) -> Result<TaskUpdate> {
+        let s = &self.settings.defence;
+        let text = |t: String| screen_text("text", &t, s);
+        Ok(match update {
+            TaskUpdate::Step(mut step) => {
+                step.text = text(step.text)?;
+                TaskUpdate::Step(step)
+            }
+            TaskUpdate::Fact(t) => TaskUpdate::Fact(text(t)?),
+            TaskUpdate::Assumption(t) => TaskUpdate::Assumption(text(t)?),
+            TaskUpdate::Question(t) => TaskUpdate::Question(text(t)?),
+            TaskUpdate::Note(t) => TaskUpdate::Note(text(t)?),
+            TaskUpdate::CurrentStep(t) => TaskUpdate::CurrentStep(text(t)?),
+        })
     }
 
     /// A task told whole: begun, its steps and facts recorded, then ended and distilled as
@@ -244,6 +267,7 @@ impl Bank {
     pub fn end_task(&mut self, id: &str, end: EndTask, may_share: bool, now: Timestamp) -> Result<TaskEnd> {
         let EndTask { outcome, detail, force } = end;
         let detail = detail.map(|d| d.trim().to_string()).filter(|d| !d.is_empty());
+        let detail = detail.map(|d| screen_text("detail", &d, &self.settings.defence)).transpose()?;
         // Of two callers ending the task at once, one ends it; the other finds it ended.
         let task = self.change_task(id, |task| {
             if task.is_ended() {
@@ -316,10 +340,16 @@ impl Bank {
             self.llm.complete(&distill_request(&task, &self.settings.distill))
         };
         match answer {
-            Err(LlmError::Unavailable(_)) => {
+            Err(LlmError::Unavailable(why)) => {
                 let candidates = rule_lessons(&task);
                 let (task, items) = self.retain_lessons(&task, candidates, now)?;
-                let how = if rules_only { "distilled by rules" } else { "no LLM: distilled by rules" };
+                let how = if rules_only {
+                    "distilled by rules".to_string()
+                } else if why.starts_with(OVER_BUDGET) {
+                    format!("{why}: distilled by rules")
+                } else {
+                    "no LLM: distilled by rules".to_string()
+                };
                 Ok(TaskEnd {
                     task: task.to_state(),
                     method: DistillMethod::Rules,

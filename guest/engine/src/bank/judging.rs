@@ -13,6 +13,7 @@ use crate::index::dot;
 use crate::judge::{judge, Nature, Verdict};
 use crate::llm::{parse_json, LlmError, LlmOperation, LlmRequest};
 use crate::record::Record;
+use crate::usage::OVER_BUDGET;
 
 /// Neighbours looked at, from each of the vector and keyword rankings, before the nearest
 /// `write.judge_candidates` are kept.
@@ -175,6 +176,9 @@ impl Bank {
             temperature: 0.0,
         };
         let answer = match self.llm.complete(&request) {
+            Err(LlmError::Unavailable(why)) if why.starts_with(OVER_BUDGET) => {
+                return LlmVerdicts { fallback: Some(why), ..Default::default() }
+            }
             Err(LlmError::Unavailable(_)) => return LlmVerdicts::default(),
             Err(LlmError::Failed(e)) => Err(e),
             Ok(response) => parse_json::<JudgeAnswer>(&response.text),

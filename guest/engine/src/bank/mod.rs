@@ -8,6 +8,7 @@
 mod audit;
 mod browse;
 mod distill;
+mod health;
 mod judging;
 mod lifecycle;
 mod recall;
@@ -21,7 +22,7 @@ use std::rc::Rc;
 
 use hindsight_types::settings::Settings;
 use hindsight_types::time::Timestamp;
-use hindsight_types::{Erasure, Kind, MemoryRecord, Named, Status};
+use hindsight_types::{Erasure, Kind, MemoryRecord, Named, OperationUsage, Status, Usage};
 pub use hindsight_types::{RetainAction, RetainOutcome, Stats};
 use serde::{Deserialize, Serialize};
 
@@ -30,12 +31,15 @@ use crate::llm::Llm;
 use crate::record::Record;
 use crate::segment::Segment;
 use crate::store::{scan_all, Op, Store, StoreError};
+use crate::usage::{Meter, MeteredEmbedder, MeteredLlm};
 use crate::{Error, Result};
 pub use recall::recall_across;
 use state::State;
 
 /// The store key (under the bank's prefix) of the keyword index snapshot.
 const LEXICAL_KEY: &str = "lexical";
+/// The store key (under the bank's prefix) of the running usage totals per operation.
+const USAGE_KEY: &str = "usage";
 
 pub use hindsight_types::FORMAT_VERSION;
 
@@ -59,7 +63,7 @@ pub struct Bank {
     /// Shared with banks this one opens on the same store (a distilled lesson's shared bank).
     store: Rc<dyn Store>,
     embedder: Rc<dyn TextEmbedder>,
-    llm: Rc<dyn Llm>,
+    llm: Rc<MeteredLlm>,
     settings: Rc<Settings>,
     state: State,
     ids_made: u64,
@@ -67,6 +71,8 @@ pub struct Bank {
     /// there); set by the host per call.
     /// An import this instance has begun (its header was read).
     importing: Option<transfer::Importing>,
+    /// Counts what the call in progress spends (shared with the model and embedder wrappers).
+    meter: Rc<Meter>,
 }
 
 /// The store key of a bank's [`Turn`].
@@ -124,12 +130,87 @@ impl Bank {
         llm: Rc<dyn Llm>,
         settings: Rc<Settings>,
     ) -> Result<Bank> {
-        Bank::load(id, Rc::from(store), embedder, llm, settings)
+        let meter = Rc::new(Meter::default());
+        let embedder = Rc::new(MeteredEmbedder { inner: embedder, meter: meter.clone() });
+        let llm = Rc::new(MeteredLlm { inner: llm, meter: meter.clone() });
+        Bank::load(id, Rc::from(store), embedder, llm, settings, meter)
     }
 
-    /// Another bank on the same store, with the same model, LLM and settings.
+    /// Another bank on the same store, with the same model, LLM and settings; what it spends
+    /// counts toward this bank's call.
     fn open_sibling(&self, id: &str) -> Result<Bank> {
-        Bank::load(id, self.store.clone(), self.embedder.clone(), self.llm.clone(), self.settings.clone())
+        Bank::load(
+            id,
+            self.store.clone(),
+            self.embedder.clone(),
+            self.llm.clone(),
+            self.settings.clone(),
+            self.meter.clone(),
+        )
+    }
+
+    /// Runs `operation` (`retain`, `recall`, `task_end`, …) metered: its LLM calls, tokens and
+    /// embedded texts counted and capped by `limits.llm_token_budget`, added to the bank's
+    /// running totals with its commits, and kept as [`Bank::last_usage`].
+    pub fn metered<T>(
+        &mut self,
+        operation: &'static str,
+        f: impl FnOnce(&mut Bank) -> Result<T>,
+    ) -> Result<T> {
+        self.begin_metered(operation);
+        let result = f(self);
+        self.end_metered();
+        result
+    }
+
+    /// Starts metering `operation` for a call that spans other banks too (`recall_across`);
+    /// [`Bank::end_metered`] ends it.
+    pub fn begin_metered(&self, operation: &'static str) {
+        self.meter.begin(operation, self.settings.limits.llm_token_budget);
+    }
+
+    /// Ends what [`Bank::begin_metered`] started, storing what the call's commits did not (a
+    /// call that committed nothing, or spent after its last commit) in a commit of its own.
+    pub fn end_metered(&self) {
+        // A bank that holds nothing is not made by a call that stored nothing in it: a recall
+        // from a mistyped bank name, a maintain of an empty one. A task end that only kept its
+        // task (the budget stopped its distillation) is counted.
+        let reads_only = self.meter.operation() == Some("recall") || !self.meter.spent();
+        if self.meter.has_unstored() && (self.state.has_meta || !reads_only) {
+            // Totals are bookkeeping, outside the bank's sequence: a lost race or a read-only
+            // store loses a count, never the call's result.
+            for _ in 0..4 {
+                let before = self.store.get(&self.key(USAGE_KEY)).ok().flatten();
+                let mut totals: Vec<OperationUsage> =
+                    before.as_deref().and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
+                let Some(usage) = self.meter.unstored(&mut totals) else { break };
+                let bytes = serde_json::to_vec(&totals).expect("totals serialise");
+                let ops = vec![Op::Expect(self.key(USAGE_KEY), before), Op::Put(self.key(USAGE_KEY), bytes)];
+                match self.store.commit(ops) {
+                    Ok(()) => {
+                        self.meter.stored(usage);
+                        break;
+                    }
+                    Err(StoreError::Conflict(_)) => continue,
+                    Err(_) => break,
+                }
+            }
+        }
+        self.meter.finish();
+    }
+
+    /// What the last [`Bank::metered`] call cost.
+    pub fn last_usage(&self) -> Usage {
+        self.meter.last()
+    }
+
+    /// The bank's running totals per operation, as stored.
+    fn usage_totals(&self) -> Result<Vec<OperationUsage>> {
+        match self.store.get(&self.key(USAGE_KEY))? {
+            None => Ok(Vec::new()),
+            Some(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| Error::Corrupt(format!("bank {}: usage totals: {e}", self.id))),
+        }
     }
 
     /// The bank as the store holds it, migrated once from an older stored format.
@@ -137,8 +218,9 @@ impl Bank {
         id: &str,
         store: Rc<dyn Store>,
         embedder: Rc<dyn TextEmbedder>,
-        llm: Rc<dyn Llm>,
+        llm: Rc<MeteredLlm>,
         settings: Rc<Settings>,
+        meter: Rc<Meter>,
     ) -> Result<Bank> {
         hindsight_types::validate_bank_id(id)?;
         let dim = embedder.dimension();
@@ -152,6 +234,7 @@ impl Bank {
             state: State::empty(dim),
             ids_made: 0,
             importing: None,
+            meter,
         };
         bank.reload()?;
         if bank.state.has_meta && bank.state.format_version < FORMAT_VERSION {
@@ -418,7 +501,17 @@ impl Bank {
         };
         let next = start + 1;
         ops.push(Op::Put(self.key("seq"), next.to_le_bytes().to_vec()));
+        // A metered call's spending so far rides on its commit: no write of its own.
+        let mut counted = None;
+        if self.meter.is_active() {
+            let mut totals = self.usage_totals().unwrap_or_default();
+            counted = self.meter.unstored(&mut totals);
+            ops.push(Op::Put(self.key(USAGE_KEY), serde_json::to_vec(&totals).expect("totals serialise")));
+        }
         self.store.commit(ops)?;
+        if let Some(usage) = counted {
+            self.meter.stored(usage);
+        }
         self.state.applied = next;
         self.state.has_meta = true;
         Ok(())
@@ -784,6 +877,7 @@ impl Bank {
             inference: self.embedder.inference().to_string(),
             sequence: self.state.applied,
             format_version: self.state.format_version,
+            usage: self.usage_totals()?,
         };
         for m in self.state.slots.iter().flatten() {
             stats.total += 1;
@@ -867,8 +961,12 @@ mod edges_tests;
 #[cfg(test)]
 mod hard_edges_tests;
 #[cfg(test)]
+mod health_tests;
+#[cfg(test)]
 mod judging_tests;
 #[cfg(test)]
 mod lifecycle_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod usage_tests;

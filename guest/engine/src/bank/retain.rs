@@ -39,7 +39,7 @@ struct Pending {
 /// What the write path decided for one item, before it is applied; each with why.
 enum Decision {
     Create,
-    Reinforce { existing: String, why: String },
+    Reinforce { existing: String, why: String, reextracted: bool },
     Merge { survivor: String, why: String },
     Supersede { old: Vec<(String, String)> },
     Parallel { others: Vec<String>, why: String },
@@ -110,7 +110,7 @@ impl Bank {
                 Decision::Create
             } else if let Some(existing) = self.restates_served(&p.memory, &served) {
                 let why = "it restates a memory a recent recall served (re-extraction guard)".to_string();
-                Decision::Reinforce { existing, why }
+                Decision::Reinforce { existing, why, reextracted: true }
             } else {
                 self.decide(p, index, &vector, &verdicts)
             };
@@ -376,7 +376,7 @@ impl Bank {
             let same_kind = self.state.memory(&id).is_some_and(|o| o.kind == p.memory.kind);
             let why = format!("{why}, cosine {cosine:.3}");
             return if cosine > w.dedup_cosine || !same_kind {
-                Decision::Reinforce { existing: id, why }
+                Decision::Reinforce { existing: id, why, reextracted: false }
             } else {
                 Decision::Merge { survivor: id, why }
             };
@@ -404,9 +404,10 @@ impl Bank {
                 self.place(p.memory.clone(), vector, touched);
                 outcome(Some(&p.memory.id), RetainAction::Created, None, format!("{reason}{note}"))
             }
-            Decision::Reinforce { existing, why } => {
+            Decision::Reinforce { existing, why, reextracted } => {
                 let mut m = self.state.memory(&existing).cloned().expect("decided on a live memory");
                 m.reinforce(now, w.reinforce_confidence_step, w.confidence_cap);
+                m.reextracted += u32::from(reextracted);
                 self.keep(m, touched);
                 outcome(
                     Some(&existing),

@@ -48,6 +48,12 @@ pub fn screen(m: &mut Record, s: &DefenceSettings) -> Result<Vec<String>> {
     Ok(notes)
 }
 
+/// A task's text (its goal, a step, a fact, a note) with `defence.secrets` and
+/// `defence.personal` applied: a task record keeps what its memories would not.
+pub fn screen_text(field: &str, text: &str, s: &DefenceSettings) -> Result<String> {
+    guard_secrets(field, text, s, &mut Vec::new())
+}
+
 /// One field's text with `defence.secrets` and `defence.personal` applied; the kinds redacted
 /// are added to `redacted`.
 fn guard_secrets(

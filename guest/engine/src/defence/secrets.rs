@@ -80,6 +80,9 @@ pub fn find(text: &str) -> Vec<Finding> {
     out
 }
 
+/// How a redacted secret starts in stored text: `[redacted:KIND]`.
+pub const REDACTED_MARK: &str = "[redacted:";
+
 /// `text` with each finding `keep` refuses replaced by `[redacted:kind]`.
 pub fn redact(text: &str, findings: &[Finding], mut redacted: impl FnMut(SecretKind) -> bool) -> String {
     let mut out = String::with_capacity(text.len());
@@ -89,7 +92,7 @@ pub fn redact(text: &str, findings: &[Finding], mut redacted: impl FnMut(SecretK
             continue;
         }
         out.push_str(&text[at..f.start]);
-        out.push_str("[redacted:");
+        out.push_str(REDACTED_MARK);
         out.push_str(f.kind.as_str());
         out.push(']');
         at = f.end;

@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 
 use hindsight::{
     types::{
-        Audit, Correction, EndTask, Erasure, Explanation, FeedbackOutcome, HistoryEntry, ListPage, ListQuery,
-        MemoryRecord, RecallResult, RetainOutcome, Stats, TaskEnd, Trajectory,
+        Audit, Correction, EndTask, Erasure, Explanation, FeedbackOutcome, HealthReport, HistoryEntry,
+        ListPage, ListQuery, MemoryRecord, RecallResult, RetainOutcome, Stats, TaskEnd, Trajectory, Usage,
     },
     Hindsight, Memory, Query,
 };
@@ -38,17 +38,25 @@ pub use listen::Listen;
 
 /// The library as the tools' backend: a handle acting as the request's principal (when the
 /// server has one for it), so the library checks each call's right again.
-struct Library(Hindsight);
+struct Library(Hindsight, Option<Usage>);
 
 impl Backend for Library {
     type Error = hindsight::Error;
 
     fn retain(&mut self, bank: &str, item: Memory) -> hindsight::Result<RetainOutcome> {
-        Ok(self.0.bank(bank)?.retain([item])?.remove(0))
+        let b = self.0.bank(bank)?;
+        let outcome = b.retain([item])?.remove(0);
+        self.1 = b.last_usage();
+        Ok(outcome)
     }
     fn recall(&mut self, banks: &[String], query: Query) -> hindsight::Result<RecallResult> {
         match banks {
-            [one] => self.0.bank(one)?.recall(query),
+            [one] => {
+                let b = self.0.bank(one)?;
+                let result = b.recall(query);
+                self.1 = b.last_usage();
+                result
+            }
             several => self.0.recall(several.iter().cloned(), query),
         }
     }
@@ -81,7 +89,10 @@ impl Backend for Library {
         end: EndTask,
         _may_share: bool,
     ) -> hindsight::Result<TaskEnd> {
-        self.0.bank(bank)?.resume_task(task_id)?.end(end)
+        let b = self.0.bank(bank)?;
+        let ended = b.resume_task(task_id)?.end(end);
+        self.1 = b.last_usage();
+        ended
     }
     fn distill(
         &mut self,
@@ -89,7 +100,10 @@ impl Backend for Library {
         trajectory: Trajectory,
         _may_share: bool,
     ) -> hindsight::Result<TaskEnd> {
-        self.0.bank(bank)?.distill(trajectory)
+        let b = self.0.bank(bank)?;
+        let ended = b.distill(trajectory);
+        self.1 = b.last_usage();
+        ended
     }
     fn delete_task(&mut self, bank: &str, task_id: &str) -> hindsight::Result<()> {
         self.0.bank(bank)?.delete_task(task_id)
@@ -117,6 +131,12 @@ impl Backend for Library {
     }
     fn audit(&mut self, bank: &str) -> hindsight::Result<Audit> {
         self.0.bank(bank)?.audit()
+    }
+    fn last_usage(&mut self) -> Option<Usage> {
+        self.1
+    }
+    fn health(&mut self, bank: &str) -> hindsight::Result<HealthReport> {
+        self.0.bank(bank)?.health()
     }
     fn stats(&mut self, bank: &str) -> hindsight::Result<Stats> {
         self.0.bank(bank)?.stats()
@@ -168,7 +188,7 @@ impl MemoryServer {
         let default_bank = self.default_bank.clone();
         let done = tokio::task::spawn_blocking(move || {
             let caller = Caller { principal: principal.as_ref(), default_bank: &default_bank };
-            hindsight_mcp::call(&mut Library(hs), &caller, &name, &args)
+            hindsight_mcp::call(&mut Library(hs, None), &caller, &name, &args)
         })
         .await;
         match done {

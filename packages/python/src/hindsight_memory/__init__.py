@@ -18,9 +18,11 @@ from .client import Bank, Hindsight, Task
 from .errors import HindsightError
 from .llm import LlmConfig
 from .store import SqliteStore
-from .types import (Audit, AuditItem, Cascaded, Correction, Distilled, Erasure, Explanation, HistoryEntry, ListPage, LlmUsage,
+from .types import (Audit, AuditItem, Cascaded, Correction, DayCount, Distilled, Erasure, Explanation, HealthFinding,
+                    HealthReport, HistoryEntry, ListPage, LlmUsage,
                     MaintainReport, MaintainStep, Memory, NewMemory, RecallHit, RecallLogEntry, RecallResult,
-                    Recalled, RetainOutcome, Scope, Score, Stats, Step, TaskEnd, TaskState, ToolCall, UseRecord)
+                    Recalled, RetainOutcome, Scope, Score, Stats, Step, TaskEnd, TaskState, ToolCall, Usage, OperationUsage,
+                    UseRecord)
 
 __version__ = "0.2.0"
 
@@ -29,5 +31,6 @@ __all__ = [
     "Memory", "NewMemory", "Scope", "Score", "Recalled", "RecallResult", "RetainOutcome", "Stats",
     "HistoryEntry", "MaintainReport", "MaintainStep", "TaskState", "Step", "ToolCall", "Distilled",
     "TaskEnd", "Erasure", "LlmUsage", "ListPage", "Correction", "Cascaded", "Explanation", "UseRecord", "RecallLogEntry",
-    "RecallHit", "Audit", "AuditItem", "__version__",
+    "RecallHit", "Audit", "AuditItem", "HealthFinding", "DayCount", "HealthReport", "Usage", "OperationUsage",
+    "__version__",
 ]

@@ -19,9 +19,9 @@ from .errors import HindsightError
 from .llm import LlmConfig, OpenAiLlm
 from .store import SqliteStore
 from .types import (FAILURE_TYPES, FEEDBACK_OUTCOMES, LIST_ORDERS, MEMORY_KINDS, SCOPE_LEVELS, SOURCES, STATUSES,
-                    STEP_KINDS, TASK_OUTCOMES, Audit, Correction, Distilled, Erasure, Explanation, HistoryEntry, ListPage,
-                    LlmUsage, MaintainReport, Memory, NewMemory, RecallResult, RetainOutcome, Scope, Stats, Step,
-                    TaskEnd, TaskState)
+                    STEP_KINDS, TASK_OUTCOMES, Audit, Correction, Distilled, Erasure, Explanation, HealthReport,
+                    HistoryEntry, ListPage, LlmUsage, MaintainReport, Memory, NewMemory, RecallResult, RetainOutcome,
+                    Scope, Stats, Step, TaskEnd, TaskState, Usage)
 
 Time = Union[int, float, datetime]
 Item = Union[str, Mapping[str, Any], NewMemory]
@@ -443,8 +443,14 @@ class Bank:
         return Memory._from(self._call("unsupersede", memory_id, self._time(now)))
 
     def stats(self) -> Stats:
-        """Counts of the bank's memories."""
+        """Counts of the bank's memories, and the running usage totals per operation."""
         return Stats._from(self._call("stats"))
+
+    def last_usage(self) -> Usage:
+        """What the bank's last retain, recall, task end, distillation, consolidation or
+        maintenance cost: LLM calls and tokens, texts embedded, time in the engine, and
+        whether the token budget stopped an LLM call."""
+        return Usage(**self._call("last-usage"))
 
     def feedback(self, ids: Union[str, Iterable[str]], outcome: str, now: Optional[Time] = None) -> List[Memory]:
         """Says how recalled memories worked out (`success`, `failure` or `correction`); all or
@@ -553,6 +559,13 @@ class Bank:
     def audit(self) -> Audit:
         """Memories recalled often and never useful, never recalled, and the most useful."""
         return Audit._from(self._call("audit"))
+
+    def health(self, now: Optional[Time] = None) -> HealthReport:
+        """What the bank keeps that it should not: duplicates and contradictions left active,
+        stale memories, the shares never recalled and never used, untrusted and redacted counts,
+        re-extractions caught, growth per day. Each finding lists the memory ids and the command
+        that fixes it. Changes nothing."""
+        return HealthReport._from(self._call("health", self._time(now)))
 
 
 def _step(step: Union[Step, Mapping[str, Any]], now: Optional[int]) -> Dict[str, Any]:

@@ -11,9 +11,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = [
     "Scope", "Memory", "NewMemory", "Score", "Recalled", "RecallResult", "RetainOutcome", "Stats",
+    "Usage", "OperationUsage",
     "HistoryEntry", "MaintainStep", "MaintainReport", "Step", "ToolCall", "TaskState", "Distilled",
     "TaskEnd", "LlmUsage", "ListPage", "Cascaded", "Correction", "UseRecord", "RecallHit", "RecallLogEntry",
-    "Explanation", "AuditItem", "Audit",
+    "Explanation", "AuditItem", "Audit", "HealthFinding", "DayCount", "HealthReport",
     "MEMORY_KINDS", "SCOPE_LEVELS", "SOURCES", "FAILURE_TYPES", "STATUSES", "FEEDBACK_OUTCOMES",
     "STEP_KINDS", "TASK_OUTCOMES", "LIST_ORDERS",
 ]
@@ -171,6 +172,32 @@ class RetainOutcome(_Data):
 
 
 @dataclass
+class Usage(_Data):
+    """What one call cost: LLM calls and tokens, texts embedded, time in the engine, and
+    whether `limits.llm_token_budget` stopped an LLM call (the rules decided instead)."""
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embed_texts: int = 0
+    elapsed_ms: int = 0
+    over_budget: bool = False
+
+
+@dataclass
+class OperationUsage(_Data):
+    """Running totals of one operation (retain, recall, task_end, distill, consolidate,
+    maintain) on a bank."""
+    operation: str
+    calls: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embed_texts: int = 0
+    elapsed_ms: int = 0
+    over_budget: int = 0
+
+
+@dataclass
 class Stats(_Data):
     bank: str
     total: int
@@ -185,11 +212,14 @@ class Stats(_Data):
     inference: str
     sequence: int
     format_version: int
+    #: Running totals per operation.
+    usage: List[OperationUsage] = field(default_factory=list)
 
     @classmethod
     def _from(cls, d: Dict[str, Any]) -> "Stats":
         d = dict(d)
         d["active_by_kind"] = [(k["kind"], k["count"]) for k in d["active_by_kind"]]
+        d["usage"] = [OperationUsage(**u) for u in d.get("usage", [])]
         return cls(**d)
 
 
@@ -462,6 +492,49 @@ class Audit(_Data):
     def _from(cls, d: Dict[str, Any]) -> "Audit":
         items = {k: [AuditItem(**i) for i in d[k]] for k in ("never_useful", "never_recalled", "most_useful")}
         return cls(**{**d, **items})
+
+
+@dataclass
+class HealthFinding(_Data):
+    """One thing the health report found: `kind` duplicate, contradiction or stale; the memories
+    it concerns (for a pair, the one the fix acts on first) and the command that fixes it."""
+    kind: str
+    ids: List[str]
+    detail: str
+    fix: str
+
+
+@dataclass
+class DayCount(_Data):
+    """Memories created on one day (UTC, `YYYY-MM-DD`)."""
+    day: str
+    created: int
+
+
+@dataclass
+class HealthReport(_Data):
+    """What a bank keeps that it should not: duplicates and contradictions left active, stale
+    memories, unused shares, untrusted and redacted counts, re-extractions caught, growth."""
+    bank: str
+    active: int
+    #: Active memories compared with their neighbours (the newest 20,000).
+    checked: int
+    findings: List[HealthFinding]
+    never_recalled: int
+    never_recalled_share: float
+    #: Recalled, but never cited, reported used or marked helpful.
+    recalled_unused: int
+    recalled_unused_share: float
+    untrusted: int
+    redacted: int
+    #: Recalled text fed back as new, caught by the re-extraction guard.
+    reextractions: int
+    growth: List[DayCount]
+
+    @classmethod
+    def _from(cls, d: Dict[str, Any]) -> "HealthReport":
+        return cls(**{**d, "findings": [HealthFinding(**f) for f in d["findings"]],
+                      "growth": [DayCount(**g) for g in d["growth"]]})
 
 
 @dataclass
