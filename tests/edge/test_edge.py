@@ -210,7 +210,12 @@ def test_answers_match_hindsight_serve_http(edge, tmp_path):
                         assert abs(x["score"]["total"] - y["score"]["total"]) < 1e-3, (query, x["score"], y["score"])
                 e_stats = (await e.call_tool("memory_stats", {})).structured_content
                 n_stats = (await n.call_tool("memory_stats", {})).structured_content
+                # The same calls counted alike; only the time each took differs.
+                for stats in (e_stats, n_stats):
+                    for totals in stats["usage"].values():
+                        assert totals.pop("elapsed_ms") >= 0
                 assert e_stats == n_stats
+                assert e_stats["usage"]["retain"]["calls"] == len(MEMORIES) + 1, e_stats["usage"]
 
         anyio.run(both)
     finally:

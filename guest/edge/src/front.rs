@@ -13,7 +13,7 @@ use hindsight_mcp::{Backend, Caller, ToolError, INSTRUCTIONS};
 use hindsight_types::{
     Audit, Correction, EndTask, Erasure, ErrorKind, Explanation, FeedbackOutcome, HealthReport, HistoryEntry,
     ListPage, ListQuery, Memory, MemoryRecord, Principal, Principals, Query, RecallResult, RetainOutcome,
-    Stats, Store, StoreError, TaskEnd, Trajectory,
+    Stats, Store, StoreError, TaskEnd, Trajectory, Usage,
 };
 use serde_json::{json, Value};
 
@@ -68,6 +68,8 @@ pub struct Edge {
     default_bank: String,
     llm: Option<std::rc::Rc<dyn hindsight_types::Llm>>,
     preloaded: Option<Preloaded>,
+    /// What the last write, search or summary cost (the tools add it to their result).
+    usage: Option<Usage>,
 }
 
 fn engine_error(e: hindsight_engine::Error) -> ToolError {
@@ -91,6 +93,7 @@ impl Edge {
             default_bank: "default".into(),
             llm: None,
             preloaded: None,
+            usage: None,
         }
     }
 
@@ -293,8 +296,11 @@ impl Backend for Edge {
 
     fn retain(&mut self, bank: &str, item: Memory) -> Result<RetainOutcome, ToolError> {
         let now = hindsight_types::time::now();
-        let outcome = self.bank(bank)?.retain(vec![item], now).map_err(engine_error)?;
+        let b = self.bank(bank)?;
+        let outcome = b.metered("retain", |b| b.retain(vec![item], now));
+        self.usage = Some(b.last_usage());
         outcome
+            .map_err(engine_error)?
             .into_iter()
             .next()
             .ok_or_else(|| ToolError::new(ErrorKind::Corrupt, "retain returned no outcome"))
@@ -308,7 +314,11 @@ impl Backend for Edge {
             ids.iter().map(|id| self.banks.remove(id).expect("opened above")).collect();
         let result = {
             let mut refs: Vec<&mut Bank> = taken.iter_mut().collect();
-            recall_across(&mut refs, query)
+            refs[0].begin_metered("recall");
+            let result = recall_across(&mut refs, query);
+            refs[0].end_metered(result.is_ok());
+            self.usage = Some(refs[0].last_usage());
+            result
         };
         for (id, bank) in ids.iter().cloned().zip(taken) {
             self.banks.insert(id, bank);
@@ -357,12 +367,18 @@ impl Backend for Edge {
         may_share: bool,
     ) -> Result<TaskEnd, ToolError> {
         let now = hindsight_types::time::now();
-        self.bank(bank)?.end_task(task_id, end, may_share, now).map_err(engine_error)
+        let b = self.bank(bank)?;
+        let ended = b.metered("task_end", |b| b.end_task(task_id, end, may_share, now));
+        self.usage = Some(b.last_usage());
+        ended.map_err(engine_error)
     }
 
     fn distill(&mut self, bank: &str, trajectory: Trajectory, may_share: bool) -> Result<TaskEnd, ToolError> {
         let now = hindsight_types::time::now();
-        self.bank(bank)?.distill_trajectory(trajectory, may_share, now).map_err(engine_error)
+        let b = self.bank(bank)?;
+        let ended = b.metered("distill", |b| b.distill_trajectory(trajectory, may_share, now));
+        self.usage = Some(b.last_usage());
+        ended.map_err(engine_error)
     }
 
     fn delete_task(&mut self, bank: &str, task_id: &str) -> Result<(), ToolError> {
@@ -398,6 +414,10 @@ impl Backend for Edge {
 
     fn audit(&mut self, bank: &str) -> Result<Audit, ToolError> {
         self.bank(bank)?.audit().map_err(engine_error)
+    }
+
+    fn last_usage(&mut self) -> Option<Usage> {
+        self.usage
     }
 
     fn health(&mut self, bank: &str) -> Result<HealthReport, ToolError> {

@@ -2,7 +2,7 @@
 //! wrappers around the model and the embedder it was given, and a call's LLM spending is capped
 //! by `limits.llm_token_budget` (a call past it is not made: the caller's rules decide).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use hindsight_types::time::{now, Timestamp};
@@ -22,6 +22,9 @@ pub const OVER_BUDGET: &str = "over limits.llm_token_budget";
 pub struct Meter {
     /// The operation being metered, none between calls (nothing is then counted).
     operation: Cell<Option<&'static str>>,
+    /// The bank the call was made on: only its commits carry the call's totals (a shared bank
+    /// the call also writes to does not).
+    bank: RefCell<String>,
     started: Cell<Timestamp>,
     budget: Cell<u64>,
     current: Cell<Usage>,
@@ -32,9 +35,10 @@ pub struct Meter {
 }
 
 impl Meter {
-    /// Starts metering `operation`, with an LLM budget of `budget` tokens (0: none).
-    pub fn begin(&self, operation: &'static str, budget: u64) {
+    /// Starts metering `operation` on `bank`, with an LLM budget of `budget` tokens (0: none).
+    pub fn begin(&self, operation: &'static str, bank: &str, budget: u64) {
         self.operation.set(Some(operation));
+        bank.clone_into(&mut self.bank.borrow_mut());
         self.started.set(now());
         self.budget.set(budget);
         self.current.set(Usage::default());
@@ -57,6 +61,11 @@ impl Meter {
     /// Whether a call is being metered.
     pub fn is_active(&self) -> bool {
         self.operation.get().is_some()
+    }
+
+    /// Whether a commit to `bank` carries the metered call's totals: it is the call's own bank.
+    pub fn carries(&self, bank: &str) -> bool {
+        self.is_active() && *self.bank.borrow() == bank
     }
 
     /// The last finished call's usage.

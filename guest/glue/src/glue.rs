@@ -132,7 +132,7 @@ impl wit::GuestBank for BankResource {
         let mut banks: Vec<&mut hindsight_engine::Bank> = guards.iter_mut().map(|g| &mut **g).collect();
         banks[0].begin_metered("recall");
         let result = hindsight_engine::recall_across(&mut banks, q.wit_into());
-        banks[0].end_metered();
+        banks[0].end_metered(result.is_ok());
         Ok(result?.wit_into())
     }
 

@@ -439,6 +439,7 @@ impl RetainOutcome {
 
 /// What one call cost: the LLM calls it made and their tokens, the texts it embedded, its time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Usage {
     /// LLM calls made (answered or failed).
     pub llm_calls: u32,
@@ -464,6 +465,7 @@ impl Usage {
 
 /// Running totals of one operation's usage on a bank.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct OperationUsage {
     /// `retain`, `recall`, `task_end`, `distill`, `consolidate` or `maintain`.
     pub operation: String,
@@ -484,7 +486,8 @@ pub struct OperationUsage {
 }
 
 impl OperationUsage {
-    /// Adds one call's `usage` (`new_call`: the first part of a call counted, so its count).
+    /// Adds one call's `usage`, or the part of it not yet added (`new_call`: the first part, so
+    /// the call counts; `over_budget` is set in one part of a call at most).
     pub fn add(&mut self, usage: &Usage, new_call: bool) {
         self.calls += u64::from(new_call);
         self.llm_calls += u64::from(usage.llm_calls);
@@ -492,7 +495,7 @@ impl OperationUsage {
         self.completion_tokens += usage.completion_tokens;
         self.embed_texts += u64::from(usage.embed_texts);
         self.elapsed_ms += usage.elapsed_ms;
-        self.over_budget += u64::from(usage.over_budget && new_call);
+        self.over_budget += u64::from(usage.over_budget);
     }
 }
 

@@ -41,8 +41,8 @@ export type Audit = wit.Audit;
 export type HealthKind = wit.HealthKind;
 export type HealthFinding = wit.HealthFinding;
 export type HealthReport = wit.HealthReport;
-export type Usage = wit.Usage;
-export type OperationUsage = wit.OperationUsage;
+export type Usage = WithMillis<wit.Usage>;
+export type OperationUsage = WithMillis<wit.OperationUsage>;
 
 /** What to retain: text, or the WIT `new-memory` fields (camelCase); unset fields take the engine's defaults. */
 export type NewMemory =

@@ -588,6 +588,9 @@ impl Bank {
         };
         let response = match self.llm.complete(&request) {
             Ok(r) => r,
+            Err(LlmError::Unavailable(m)) if m.starts_with(OVER_BUDGET) => {
+                return Err(Error::Llm(format!("consolidate: {m}; it has no rules to fall back on")))
+            }
             Err(LlmError::Unavailable(m)) => {
                 return Err(Error::Llm(format!(
                     "consolidate needs a language model and the host has none ({m})"

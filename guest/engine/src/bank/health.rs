@@ -162,13 +162,10 @@ impl Bank {
         })
     }
 
-    /// The CLI command that does `what` on this bank.
+    /// The CLI command that does `what` on this bank (named even when it is the default one:
+    /// `HINDSIGHT_BANK` may name another).
     fn command(&self, what: &str) -> String {
-        if self.id == "default" {
-            format!("hindsight {what}")
-        } else {
-            format!("hindsight {what} --bank {}", self.id)
-        }
+        format!("hindsight {what} --bank {}", self.id)
     }
 }
 

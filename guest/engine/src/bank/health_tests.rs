@@ -52,7 +52,7 @@ fn health_finds_seeded_duplicates_contradictions_and_stale_memories_and_its_fixe
 
     let stale = of_kind(&report, HealthKind::Stale);
     assert_eq!(stale.len(), 1, "{:#?}", report.findings);
-    assert_eq!(stale[0].ids, [expiring.clone()]);
+    assert_eq!(stale[0].ids, std::slice::from_ref(&expiring));
     assert!(stale[0].detail.contains("valid_until"), "{}", stale[0].detail);
     assert_eq!(stale[0].fix, "hindsight maintain --bank test");
     assert_eq!(report.growth.len(), 2, "{:?}", report.growth);

@@ -159,24 +159,25 @@ impl Bank {
     ) -> Result<T> {
         self.begin_metered(operation);
         let result = f(self);
-        self.end_metered();
+        self.end_metered(result.is_ok());
         result
     }
 
     /// Starts metering `operation` for a call that spans other banks too (`recall_across`);
     /// [`Bank::end_metered`] ends it.
     pub fn begin_metered(&self, operation: &'static str) {
-        self.meter.begin(operation, self.settings.limits.llm_token_budget);
+        self.meter.begin(operation, &self.id, self.settings.limits.llm_token_budget);
     }
 
-    /// Ends what [`Bank::begin_metered`] started, storing what the call's commits did not (a
-    /// call that committed nothing, or spent after its last commit) in a commit of its own.
-    pub fn end_metered(&self) {
+    /// Ends what [`Bank::begin_metered`] started (`ok`: the call succeeded), storing what the
+    /// call's commits did not (a call that committed nothing, or spent after its last commit) in
+    /// a commit of its own.
+    pub fn end_metered(&self, ok: bool) {
         // A bank that holds nothing is not made by a call that stored nothing in it: a recall
-        // from a mistyped bank name, a maintain of an empty one. A task end that only kept its
-        // task (the budget stopped its distillation) is counted.
-        let reads_only = self.meter.operation() == Some("recall") || !self.meter.spent();
-        if self.meter.has_unstored() && (self.state.has_meta || !reads_only) {
+        // from a mistyped bank name, a maintain of an empty one, a retain that failed. A task end
+        // that only kept its task (the budget stopped its distillation) is counted.
+        let kept_something = ok && self.meter.operation() != Some("recall") && self.meter.spent();
+        if self.meter.has_unstored() && (self.state.has_meta || kept_something) {
             // Totals are bookkeeping, outside the bank's sequence: a lost race or a read-only
             // store loses a count, never the call's result.
             for _ in 0..4 {
@@ -503,9 +504,14 @@ impl Bank {
         ops.push(Op::Put(self.key("seq"), next.to_le_bytes().to_vec()));
         // A metered call's spending so far rides on its commit: no write of its own.
         let mut counted = None;
-        if self.meter.is_active() {
-            let mut totals = self.usage_totals().unwrap_or_default();
+        if self.meter.carries(&self.id) {
+            // Expected as read: a totals-only commit of another call in between (outside the
+            // sequence) makes this one retry rather than overwrite its count.
+            let before = self.store.get(&self.key(USAGE_KEY))?;
+            let mut totals: Vec<OperationUsage> =
+                before.as_deref().and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
             counted = self.meter.unstored(&mut totals);
+            ops.push(Op::Expect(self.key(USAGE_KEY), before));
             ops.push(Op::Put(self.key(USAGE_KEY), serde_json::to_vec(&totals).expect("totals serialise")));
         }
         self.store.commit(ops)?;

@@ -82,6 +82,11 @@ fn over_the_token_budget_a_task_is_distilled_by_rules_and_the_result_says_so() {
     assert_eq!((usage.llm_calls, usage.prompt_tokens), (0, 0));
     let stats = bank.stats().unwrap();
     assert_eq!(stats.usage.iter().find(|u| u.operation == "task_end").unwrap().over_budget, 1);
+    let again = task(&mut bank);
+    end(&mut bank, &again);
+    let totals = bank.stats().unwrap().usage;
+    let task_end = totals.iter().find(|u| u.operation == "task_end").unwrap();
+    assert_eq!((task_end.calls, task_end.over_budget), (2, 2), "{totals:?}");
 }
 
 #[test]
