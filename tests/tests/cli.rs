@@ -212,8 +212,10 @@ fn eval_reports_recall_at_k_in_the_documented_json() {
     assert_eq!(
         arms,
         [
+            "addressee_penalty",
             "context_previous",
             "embed_without_names",
+            "gathering_lexical",
             "index_dates",
             "person_prior",
             "question_penalty",

@@ -146,6 +146,26 @@ pub fn asks(content: &str, speaker: Option<&str>) -> bool {
     statement < STATEMENT_WORDS
 }
 
+/// Whether a conversation turn speaks about its addressee rather than its speaker: it says "you"
+/// or "your" and never "I", "my", "we" or "our" (its speaker's `Name:` prefix and image caption
+/// aside). "Wow, Caroline, that painting of yours is awesome!" is about Caroline, whoever says it.
+pub fn addresses_the_other(content: &str, speaker: Option<&str>) -> bool {
+    let text = content.split(" [image: ").next().unwrap_or(content);
+    let body =
+        speaker.and_then(|s| text.strip_prefix(s)).and_then(|rest| rest.strip_prefix(": ")).unwrap_or(text);
+    let (mut first_person, mut second_person) = (false, false);
+    for w in body.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’')) {
+        match w.to_lowercase().replace('’', "'").as_str() {
+            "you" | "your" | "you're" | "youre" | "you've" | "you'll" | "you'd" | "yours" | "yourself"
+            | "ya" => second_person = true,
+            "i" | "i'm" | "im" | "i've" | "i'd" | "i'll" | "my" | "me" | "mine" | "myself" | "we"
+            | "we're" | "we've" | "we'll" | "our" | "us" | "ours" => first_person = true,
+            _ => {}
+        }
+    }
+    second_person && !first_person
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,5 +229,21 @@ mod tests {
         ));
         assert!(!asks("Melanie: What a day. We went camping at the beach!", Some("Melanie")));
         assert!(!asks("Caroline: Yes, I went to the support group last week.", Some("Caroline")));
+    }
+
+    #[test]
+    fn a_turn_that_says_you_and_never_i_is_about_its_addressee() {
+        let mel = Some("Melanie");
+        assert!(addresses_the_other(
+            "Melanie: Wow, Caroline, your painting is awesome! What inspired you?",
+            mel
+        ));
+        assert!(addresses_the_other("You’re doing something amazing!", mel));
+        assert!(!addresses_the_other("Melanie: Thanks! I painted it with my kids, you should try", mel));
+        assert!(!addresses_the_other("Melanie: We went camping at the lake", mel));
+        // The speaker's name and an image caption are not what the turn says.
+        assert!(!addresses_the_other("Melanie: Look at this! [image: you can see my dog]", mel));
+        // Only the speaker's own prefix is cut: a colon inside the text keeps what precedes it.
+        assert!(!addresses_the_other("I have a question: can you help?", mel));
     }
 }

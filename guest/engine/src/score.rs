@@ -12,8 +12,8 @@ pub struct Evidence {
     pub similarity: f32,
     pub bm25: f32,
     /// How much the memory's relevance (semantic and lexical) counts, 0..1: below 1 for a turn
-    /// spoken by someone other than the people a list question names, and for a memory that
-    /// is itself a question.
+    /// spoken by someone other than the people a list question names, for a memory that is
+    /// itself a question, and for a conversation turn about its addressee (the factors multiply).
     pub prior: f32,
 }
 

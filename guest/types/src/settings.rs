@@ -323,6 +323,16 @@ pub struct RecallSettings {
     /// How much a memory's best sentence counts in its similarity to the query, 0..1; the rest is
     /// its whole vector's cosine.
     pub sentence_weight: f32,
+    /// A conversation turn that speaks about the one it is addressed to (it says "you" or
+    /// "your" and never "I", "my", "we" or "our": "Wow, Caroline, your painting is awesome!")
+    /// counts its relevance at 1 − this: whatever its words share with a question about its
+    /// speaker, it tells what the other person did. 0 turns it off.
+    pub addressee_penalty: f32,
+    /// For a question that gathers a list ("What activities has Melanie done?"), the keyword
+    /// weight is multiplied by this: a list's items rarely share the question's words ("pottery"
+    /// and "camping" for "activities"), so the turns that do say them talk about the topic more
+    /// often than they hold an item. 1 turns it off.
+    pub gathering_lexical_scale: f32,
 }
 
 impl Default for RecallSettings {
@@ -352,6 +362,8 @@ impl Default for RecallSettings {
             embed_without_names: true,
             sentence_keys: true,
             sentence_weight: 0.85,
+            addressee_penalty: 0.3,
+            gathering_lexical_scale: 0.75,
         }
     }
 }
@@ -718,6 +730,8 @@ impl Settings {
         unit("recall.person_prior", r.person_prior)?;
         unit("recall.question_penalty", r.question_penalty)?;
         unit("recall.sentence_weight", r.sentence_weight)?;
+        unit("recall.addressee_penalty", r.addressee_penalty)?;
+        unit("recall.gathering_lexical_scale", r.gathering_lexical_scale)?;
         // An entry holds a vector (1.5 KB at 384 dimensions) and its query (up to
         // limits.max_query_bytes) inside the instance's memory cap.
         if r.query_cache > 4096 {

@@ -173,12 +173,18 @@ fn io(e: std::io::Error) -> CliError {
 
 /// The recall arms `--ablate` turns off: name, what it does, and how to turn it off.
 type Arm = (&'static str, &'static str, fn(&mut Settings));
-const ARMS: [Arm; 6] = [
+const ARMS: [Arm; 8] = [
     ("person_prior", "recall.person_prior: the speaker prior of list and would-questions", |s| {
         s.recall.person_prior = 0.0
     }),
     ("question_penalty", "recall.question_penalty: a memory that mostly asks counts less", |s| {
         s.recall.question_penalty = 0.0
+    }),
+    ("addressee_penalty", "recall.addressee_penalty: a turn about the one it addresses counts less", |s| {
+        s.recall.addressee_penalty = 0.0
+    }),
+    ("gathering_lexical", "recall.gathering_lexical_scale: list questions weigh keywords less", |s| {
+        s.recall.gathering_lexical_scale = 1.0
     }),
     (
         "embed_without_names",

@@ -173,7 +173,8 @@ impl Bank {
 /// Lowers the prior of candidates that are unlikely to answer whatever their words share with
 /// the question: for a question that gathers what named people did (or asks what they would
 /// do), another speaker's memories (`person_prior`); for any question, a memory that is itself a
-/// question (`question_penalty`).
+/// question (`question_penalty`), and a conversation turn about the person it is addressed to
+/// (`addressee_penalty`).
 fn weigh_by_speaker_and_form(
     banks: &[&mut Bank],
     evidence: &mut [(usize, u32, Evidence)],
@@ -181,7 +182,7 @@ fn weigh_by_speaker_and_form(
     settings: &RecallSettings,
 ) {
     let by_speaker = settings.person_prior > 0.0 && (question::gathers(query) || question::speculates(query));
-    if !by_speaker && settings.question_penalty <= 0.0 {
+    if !by_speaker && settings.question_penalty <= 0.0 && settings.addressee_penalty <= 0.0 {
         return;
     }
     // Each candidate's speaker read once; each distinct speaker matched against the question once.
@@ -204,10 +205,24 @@ fn weigh_by_speaker_and_form(
         if !named.is_empty() && speaker.is_some_and(|s| !named.contains(&s)) {
             e.prior *= 1.0 - settings.person_prior;
         }
+        if settings.addressee_penalty > 0.0
+            && is_turn(m, *speaker)
+            && question::addresses_the_other(&m.content, *speaker)
+        {
+            e.prior *= 1.0 - settings.addressee_penalty;
+        }
         if settings.question_penalty > 0.0 && question::asks(&m.content, *speaker) {
             e.prior *= 1.0 - settings.question_penalty;
         }
     }
+}
+
+/// Whether `m` is a turn of a conversation: it has a speaker, and follows another turn (it was
+/// retained after one in a `sequence`) or names its speaker in metadata. A note such as "Tip: run
+/// the tests before you commit" is neither; nor is a session's first turn retained without
+/// `speaker` metadata, which the penalty then misses.
+fn is_turn(m: &Record, speaker: Option<&str>) -> bool {
+    speaker.is_some() && (m.follows.is_some() || m.metadata.iter().any(|(k, _)| k == "speaker"))
 }
 
 /// Whether recall may return `m` for `q` at `now`: active and valid now; or, for a recall
@@ -268,11 +283,15 @@ pub fn recall_across(banks: &mut [&mut Bank], q: Query) -> Result<RecallResult> 
     }
     weigh_by_speaker_and_form(banks, &mut evidence, query, &settings.recall);
     let bounds = Bounds::over(evidence.iter().map(|(_, _, e)| *e));
+    let mut fusion = settings.recall.clone();
+    if question::gathers(query) {
+        fusion.weights.lexical *= fusion.gathering_lexical_scale;
+    }
     let mut ranked: Vec<(usize, u32, Score)> = evidence
         .into_iter()
         .map(|(b, slot, e)| {
             let m = banks[b].state.slots[slot as usize].as_ref().expect("candidates are live");
-            (b, slot, score::fuse(m, e, &bounds, at, q.task_type.as_deref(), &settings.recall))
+            (b, slot, score::fuse(m, e, &bounds, at, q.task_type.as_deref(), &fusion))
         })
         .filter(|(_, _, s)| q.min_score.is_none_or(|min| s.total >= min))
         .collect();

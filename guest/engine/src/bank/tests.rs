@@ -460,6 +460,55 @@ fn a_memory_that_only_asks_counts_less_than_one_that_tells() {
     assert_eq!(tells_on, tells_off, "a statement keeps its relevance");
 }
 
+#[test]
+fn a_turn_about_the_one_it_addresses_counts_less_and_a_note_does_not() {
+    let relevance = |addressee_penalty: f32| {
+        let mut bank = open_changed(|s| s.recall.addressee_penalty = addressee_penalty);
+        let turns = [
+            "Melanie: I went camping at the lake with my kids",
+            "Caroline: Wow, your camping trip at the lake sounds awesome!",
+        ];
+        bank.retain(turns.iter().map(|t| Memory::new(*t).sequence()).collect(), NOW).unwrap();
+        let notes =
+            ["Tip: camping at the lake needs a permit before you go", "the weather was rainy all week"];
+        bank.retain(notes.iter().map(|t| Memory::new(*t)).collect(), NOW).unwrap();
+        let hits = bank.recall(query("Where did Melanie go camping at the lake?")).unwrap();
+        let of = |start: &str| {
+            let r = hits.items.iter().find(|r| r.memory.content.starts_with(start)).unwrap();
+            (r.score.semantic, r.score.lexical)
+        };
+        [of("Melanie"), of("Caroline"), of("Tip")]
+    };
+    let ([own_off, about_off, note_off], [own_on, about_on, note_on]) = (relevance(0.0), relevance(0.3));
+    assert!(about_off.0 > 0.0 && about_off.1 > 0.0, "{about_off:?}");
+    assert!((about_on.0 - 0.7 * about_off.0).abs() < 1e-5 && (about_on.1 - 0.7 * about_off.1).abs() < 1e-5);
+    assert_eq!(own_on, own_off, "the speaker's own news keeps its relevance");
+    assert_eq!(note_on, note_off, "a note that says \"you\" is not a conversation turn");
+}
+
+#[test]
+fn a_list_question_weighs_keywords_less_and_a_lookup_does_not() {
+    let lexical = |scale: f32, question: &str| {
+        let mut bank = open_changed(|s| s.recall.gathering_lexical_scale = scale);
+        bank.retain(
+            vec![Memory::new("we went hiking and camping in the hills"), Memory::new("soup for dinner")],
+            NOW,
+        )
+        .unwrap();
+        let hits = bank.recall(query(question)).unwrap();
+        let r = hits.items.iter().find(|r| r.memory.content.starts_with("we went")).unwrap();
+        (r.score.lexical, r.score.semantic)
+    };
+    let list = "What activities have they done, hiking or camping?";
+    let (full, _) = lexical(1.0, list);
+    let (scaled, semantic) = lexical(0.75, list);
+    assert!(full > 0.0);
+    assert!((scaled - 0.75 * full).abs() < 1e-5, "{scaled} {full}");
+    assert_eq!(semantic, lexical(1.0, list).1, "meaning keeps its weight");
+    let lookup = "When did they go hiking?";
+    assert_eq!(lexical(0.75, lookup), lexical(1.0, lookup));
+}
+
 /// A store that lets another writer commit just before this instance's next commit: the race
 /// two processes on one file run into.
 type Armed = Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>>;
