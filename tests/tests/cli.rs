@@ -215,6 +215,7 @@ fn eval_reports_recall_at_k_in_the_documented_json() {
             "addressee_penalty",
             "context_previous",
             "embed_without_names",
+            "entity_expansion",
             "gathering_lexical",
             "index_dates",
             "person_prior",

@@ -389,6 +389,20 @@ impl LexicalIndex {
         Ok(restored)
     }
 
+    /// The documents holding `term` (as [`tokenize`] makes it), with its frequency in each.
+    pub fn postings(&self, term: &str) -> &[(u32, u32)] {
+        self.term_ids.get(term).map_or(&[], |&id| self.postings[id as usize].as_slice())
+    }
+
+    /// Documents indexed now.
+    pub fn len(&self) -> usize {
+        self.live_docs as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live_docs == 0
+    }
+
     /// BM25 score of every eligible slot that shares a term with the query, best first, at most `limit`.
     pub fn search(
         &self,

@@ -3,12 +3,13 @@
 //!
 //! Layers, each using only those above it: `hindsight_types` (names, settings, errors, the store
 //! and LLM protocols) → `text` → `record`, `task` → `embed`, `index`, `segment`, `lexical` →
-//! `filter`, `defence`, `judge`, `score`, `prompt`, `question` → `bank` → `engine`.
+//! `filter`, `defence`, `judge`, `score`, `prompt`, `question`, `entities` → `bank` → `engine`.
 
 pub mod bank;
 pub mod defence;
 pub mod embed;
 pub mod engine;
+pub mod entities;
 pub mod filter;
 pub mod fingerprint;
 pub mod index;

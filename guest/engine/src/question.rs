@@ -116,6 +116,13 @@ pub fn speculates(question: &str) -> bool {
     words(&question.to_lowercase()).any(|w| matches!(w, "would" | "might" | "likely" | "could" | "probably"))
 }
 
+/// What a turn's speaker said: its text without the speaker's own `Name: ` prefix and without
+/// an `[image: …]` caption.
+fn said<'a>(content: &'a str, speaker: Option<&str>) -> &'a str {
+    let text = content.split(" [image: ").next().unwrap_or(content);
+    speaker.and_then(|s| text.strip_prefix(s)).and_then(|rest| rest.strip_prefix(": ")).unwrap_or(text)
+}
+
 /// Fewer words than this outside a memory's questions and it is a question, not a statement.
 const STATEMENT_WORDS: usize = 8;
 
@@ -124,12 +131,7 @@ const STATEMENT_WORDS: usize = 8;
 /// `[image: …]` caption left out). Such a turn shares the words of a question about its topic
 /// but holds no answer.
 pub fn asks(content: &str, speaker: Option<&str>) -> bool {
-    let text = content.split(" [image: ").next().unwrap_or(content);
-    let body = speaker
-        .and_then(|s| text.strip_prefix(s))
-        .and_then(|rest| rest.strip_prefix(": "))
-        .unwrap_or(text)
-        .trim();
+    let body = said(content, speaker).trim();
     if !body.ends_with('?') {
         return false;
     }
@@ -150,9 +152,7 @@ pub fn asks(content: &str, speaker: Option<&str>) -> bool {
 /// or "your" and never "I", "my", "we" or "our" (its speaker's `Name:` prefix and image caption
 /// aside). "Wow, Caroline, that painting of yours is awesome!" is about Caroline, whoever says it.
 pub fn addresses_the_other(content: &str, speaker: Option<&str>) -> bool {
-    let text = content.split(" [image: ").next().unwrap_or(content);
-    let body =
-        speaker.and_then(|s| text.strip_prefix(s)).and_then(|rest| rest.strip_prefix(": ")).unwrap_or(text);
+    let body = said(content, speaker);
     let (mut first_person, mut second_person) = (false, false);
     for w in body.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’')) {
         match w.to_lowercase().replace('’', "'").as_str() {

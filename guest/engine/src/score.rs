@@ -45,7 +45,8 @@ impl Bounds {
     fn semantic(&self, similarity: f32) -> f32 {
         let span = self.sim_max - self.sim_min;
         if span > 1e-6 {
-            (similarity - self.sim_min) / span
+            // Clamped: a memory found by co-mention, not by the search, may lie below the pool.
+            ((similarity - self.sim_min) / span).max(0.0)
         } else {
             // One candidate, or all alike: fall back to the absolute similarity.
             similarity.max(0.0)

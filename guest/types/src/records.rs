@@ -346,7 +346,7 @@ impl From<String> for Query {
 pub struct Score {
     /// Cosine similarity, normalised over the query's candidates, weighted.
     pub semantic: f32,
-    /// BM25, normalised, weighted.
+    /// BM25, normalised, weighted; plus what co-mention expansion lent (`recall.entity_expansion`).
     pub lexical: f32,
     /// How recent, by the memory's half-life.
     pub recency: f32,

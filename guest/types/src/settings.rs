@@ -333,6 +333,15 @@ pub struct RecallSettings {
     /// and "camping" for "activities"), so the turns that do say them talk about the topic more
     /// often than they hold an item. 1 turns it off.
     pub gathering_lexical_scale: f32,
+    /// Co-mention expansion: the names a recall's top hits share with other memories (a place, a
+    /// title, a CJK term: rare in the bank, never a speaker or the question's own words) lend
+    /// those memories up to this much keyword score, weighted by how rare the name is, so a
+    /// memory that shares no word with the question is found through one that does. 0 turns it
+    /// off.
+    pub entity_expansion: f32,
+    /// A name more memories than this say is a hub (a town every other turn mentions) and lends
+    /// nothing in co-mention expansion; a name must be in two memories to lend, so 1 lends none.
+    pub entity_fanout: u32,
 }
 
 impl Default for RecallSettings {
@@ -364,6 +373,8 @@ impl Default for RecallSettings {
             sentence_weight: 0.85,
             addressee_penalty: 0.3,
             gathering_lexical_scale: 0.75,
+            entity_expansion: 0.2,
+            entity_fanout: 8,
         }
     }
 }
@@ -732,6 +743,10 @@ impl Settings {
         unit("recall.sentence_weight", r.sentence_weight)?;
         unit("recall.addressee_penalty", r.addressee_penalty)?;
         unit("recall.gathering_lexical_scale", r.gathering_lexical_scale)?;
+        unit("recall.entity_expansion", r.entity_expansion)?;
+        if r.entity_fanout == 0 {
+            return Err(FieldError::new("settings.recall.entity_fanout", "must be at least 1"));
+        }
         // An entry holds a vector (1.5 KB at 384 dimensions) and its query (up to
         // limits.max_query_bytes) inside the instance's memory cap.
         if r.query_cache > 4096 {

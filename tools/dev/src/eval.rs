@@ -173,7 +173,7 @@ fn io(e: std::io::Error) -> CliError {
 
 /// The recall arms `--ablate` turns off: name, what it does, and how to turn it off.
 type Arm = (&'static str, &'static str, fn(&mut Settings));
-const ARMS: [Arm; 8] = [
+const ARMS: [Arm; 9] = [
     ("person_prior", "recall.person_prior: the speaker prior of list and would-questions", |s| {
         s.recall.person_prior = 0.0
     }),
@@ -186,6 +186,11 @@ const ARMS: [Arm; 8] = [
     ("gathering_lexical", "recall.gathering_lexical_scale: list questions weigh keywords less", |s| {
         s.recall.gathering_lexical_scale = 1.0
     }),
+    (
+        "entity_expansion",
+        "recall.entity_expansion: the names the best hits hold lead to other memories",
+        |s| s.recall.entity_expansion = 0.0,
+    ),
     (
         "embed_without_names",
         "recall.embed_without_names: the query is embedded with its speakers as \"they\"",

@@ -115,7 +115,7 @@ pub struct EvalArgs {
     #[arg(long)]
     pub no_cache: bool,
     /// Also run with each of these recall arms off (comma-separated: person_prior,
-    /// question_penalty, addressee_penalty, gathering_lexical, embed_without_names,
+    /// question_penalty, addressee_penalty, gathering_lexical, entity_expansion, embed_without_names,
     /// sentence_keys, context_previous, index_dates; or
     /// all, every arm on in the settings) and print each arm's contribution per category.
     #[arg(long, value_name = "ARM[,ARM]", requires = "turns")]

@@ -7,6 +7,7 @@
 
 mod audit;
 mod browse;
+mod co_mention;
 mod distill;
 mod health;
 mod judging;

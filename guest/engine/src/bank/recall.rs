@@ -6,13 +6,16 @@ use hindsight_types::settings::RecallSettings;
 use hindsight_types::time::{Timestamp, DAY_MS};
 use hindsight_types::{Query, RecallHit, RecallLogEntry, RecallResult, Recalled, ScopeLevel, Status};
 
-use super::{checked_vector, Bank};
+use super::{checked_vector, co_mention, Bank};
 use crate::prompt;
 use crate::question;
 use crate::record::{Record, TAG_UNTRUSTED};
 use crate::score::{self, Bounds, Evidence, Score};
 use crate::store::{Op, StoreError};
 use crate::{Error, Result};
+
+/// How many of the first pass's best hits lend their names to co-mention expansion.
+const CO_MENTION_SEEDS: usize = 3;
 
 impl Bank {
     /// The memories that matter for `q`, at `q.now` (the wall clock when unset).
@@ -54,31 +57,44 @@ impl Bank {
         pool: usize,
     ) -> HashMap<u32, Evidence> {
         let state = &self.state;
-        let eligible = |slot: u32| -> bool {
-            let Some(m) = state.slots[slot as usize].as_ref() else {
-                return false;
-            };
-            held(m, q, now)
-                && !(q.trusted_only && m.has_tag(TAG_UNTRUSTED))
-                && (q.kinds.is_empty() || q.kinds.contains(&m.kind))
-                && (q.tags.is_empty() || q.tags.iter().any(|t| m.tags.contains(t)))
-                && q.scope.as_ref().is_none_or(|s| m.scope == *s || m.scope.level == ScopeLevel::Global)
-        };
+        let eligible = |slot: u32| self.recallable(slot, q, now);
         let dense = state.search_vectors(query_vector, pool, eligible);
         let lexical = state.lexical.search(query, &self.settings.lexical, pool, eligible);
-        let weight =
-            if self.settings.recall.sentence_keys { self.settings.recall.sentence_weight } else { 0.0 };
         let mut evidence: HashMap<u32, Evidence> = HashMap::new();
         for &(slot, whole) in &dense {
-            evidence.insert(slot, Evidence::new(state.similarity(slot, query_vector, whole, weight), 0.0));
+            evidence.insert(slot, Evidence::new(self.similarity(slot, query_vector, Some(whole)), 0.0));
         }
         for &(slot, bm25) in &lexical {
-            evidence.entry(slot).and_modify(|e| e.bm25 = bm25).or_insert_with(|| {
-                let whole = crate::index::dot(query_vector, state.vector(slot).unwrap_or(&[]));
-                Evidence::new(state.similarity(slot, query_vector, whole, weight), bm25)
-            });
+            evidence
+                .entry(slot)
+                .and_modify(|e| e.bm25 = bm25)
+                .or_insert_with(|| Evidence::new(self.similarity(slot, query_vector, None), bm25));
         }
         evidence
+    }
+
+    /// Whether the memory in `slot` may answer `q` at `now`: held then, and of the trust, kinds,
+    /// tags and scope the query asks for.
+    fn recallable(&self, slot: u32, q: &Query, now: Timestamp) -> bool {
+        let Some(m) = self.state.slots.get(slot as usize).and_then(Option::as_ref) else {
+            return false;
+        };
+        held(m, q, now)
+            && !(q.trusted_only && m.has_tag(TAG_UNTRUSTED))
+            && (q.kinds.is_empty() || q.kinds.contains(&m.kind))
+            && (q.tags.is_empty() || q.tags.iter().any(|t| m.tags.contains(t)))
+            && q.scope.as_ref().is_none_or(|s| m.scope == *s || m.scope.level == ScopeLevel::Global)
+    }
+
+    /// The memory's similarity to the query, its best sentence counted in (`whole`: its vector's
+    /// cosine when the search already has it).
+    fn similarity(&self, slot: u32, query_vector: &[f32], whole: Option<f32>) -> f32 {
+        let state = &self.state;
+        let weight =
+            if self.settings.recall.sentence_keys { self.settings.recall.sentence_weight } else { 0.0 };
+        let whole =
+            whole.unwrap_or_else(|| crate::index::dot(query_vector, state.vector(slot).unwrap_or(&[])));
+        state.similarity(slot, query_vector, whole, weight)
     }
 
     /// A ranked memory as recall returns it.
@@ -178,43 +194,53 @@ impl Bank {
 fn weigh_by_speaker_and_form(
     banks: &[&mut Bank],
     evidence: &mut [(usize, u32, Evidence)],
-    query: &str,
+    named: &[String],
     settings: &RecallSettings,
 ) {
-    let by_speaker = settings.person_prior > 0.0 && (question::gathers(query) || question::speculates(query));
-    if !by_speaker && settings.question_penalty <= 0.0 && settings.addressee_penalty <= 0.0 {
+    if named.is_empty() && settings.question_penalty <= 0.0 && settings.addressee_penalty <= 0.0 {
         return;
     }
-    // Each candidate's speaker read once; each distinct speaker matched against the question once.
-    let candidates: Vec<Option<(&Record, Option<&str>)>> = evidence
-        .iter()
-        .map(|&(b, slot, _)| {
-            let m = banks[b].state.slots.get(slot as usize).and_then(Option::as_ref)?;
-            Some((m, question::speaker(&m.content, &m.metadata)))
-        })
-        .collect();
-    let mut named: Vec<&str> = Vec::new();
-    if by_speaker {
-        named = candidates.iter().flatten().filter_map(|(_, s)| *s).collect();
-        named.sort_unstable();
-        named.dedup();
-        named.retain(|s| question::names(query, s));
-    }
-    for ((_, _, e), candidate) in evidence.iter_mut().zip(&candidates) {
-        let Some((m, speaker)) = candidate else { continue };
-        if !named.is_empty() && speaker.is_some_and(|s| !named.contains(&s)) {
+    for (b, slot, e) in evidence.iter_mut() {
+        let Some(m) = banks[*b].state.slots.get(*slot as usize).and_then(Option::as_ref) else { continue };
+        let speaker = question::speaker(&m.content, &m.metadata);
+        if !named.is_empty() && speaker.is_some_and(|s| !named.iter().any(|n| n == s)) {
             e.prior *= 1.0 - settings.person_prior;
         }
         if settings.addressee_penalty > 0.0
-            && is_turn(m, *speaker)
-            && question::addresses_the_other(&m.content, *speaker)
+            && is_turn(m, speaker)
+            && question::addresses_the_other(&m.content, speaker)
         {
             e.prior *= 1.0 - settings.addressee_penalty;
         }
-        if settings.question_penalty > 0.0 && question::asks(&m.content, *speaker) {
+        if settings.question_penalty > 0.0 && question::asks(&m.content, speaker) {
             e.prior *= 1.0 - settings.question_penalty;
         }
     }
+}
+
+/// The speakers whose memories the speaker prior favours: for a question that gathers what named
+/// people did (or asks what they would do), the speakers of `evidence` (the first pass's
+/// candidates) it names; none otherwise.
+fn named_speakers(
+    banks: &[&mut Bank],
+    evidence: &[(usize, u32, Evidence)],
+    query: &str,
+    gathers: bool,
+    settings: &RecallSettings,
+) -> Vec<String> {
+    if settings.person_prior <= 0.0 || !(gathers || question::speculates(query)) {
+        return Vec::new();
+    }
+    let mut named: Vec<&str> = evidence
+        .iter()
+        .filter_map(|&(b, slot, _)| {
+            let m = banks[b].state.slots.get(slot as usize).and_then(Option::as_ref)?;
+            question::speaker(&m.content, &m.metadata)
+        })
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    named.into_iter().filter(|s| question::names(query, s)).map(str::to_string).collect()
 }
 
 /// Whether `m` is a turn of a conversation: it has a speaker, and follows another turn (it was
@@ -281,35 +307,84 @@ pub fn recall_across(banks: &mut [&mut Bank], q: Query) -> Result<RecallResult> 
                 .map(|(slot, e)| (b, slot, e)),
         );
     }
-    weigh_by_speaker_and_form(banks, &mut evidence, query, &settings.recall);
+    let gathers = question::gathers(query);
+    let named = named_speakers(banks, &evidence, query, gathers, &settings.recall);
+    weigh_by_speaker_and_form(banks, &mut evidence, &named, &settings.recall);
     let bounds = Bounds::over(evidence.iter().map(|(_, _, e)| *e));
     let mut fusion = settings.recall.clone();
-    if question::gathers(query) {
+    if gathers {
         fusion.weights.lexical *= fusion.gathering_lexical_scale;
     }
-    let mut ranked: Vec<(usize, u32, Score)> = evidence
+    let fuse = |b: usize, slot: u32, e: Evidence| {
+        let m = banks[b].state.slots[slot as usize].as_ref().expect("candidates are live");
+        score::fuse(m, e, &bounds, at, q.task_type.as_deref(), &fusion)
+    };
+    let mut ranked: Vec<(usize, u32, Score, f32)> =
+        evidence.into_iter().map(|(b, slot, e)| (b, slot, fuse(b, slot, e), e.prior)).collect();
+    let id = |b: usize, slot: u32| banks[b].state.slots[slot as usize].as_ref().map(|m| m.id.clone());
+    let by_score = |x: &(usize, u32, Score, f32), y: &(usize, u32, Score, f32)| {
+        y.2.total.total_cmp(&x.2.total).then(x.0.cmp(&y.0)).then_with(|| id(x.0, x.1).cmp(&id(y.0, y.1)))
+    };
+    ranked.sort_by(by_score);
+    // A memory shared into another bank listed here is one memory, known by where it came from.
+    let origin = |b: usize, slot: u32| {
+        let m = banks[b].state.slots[slot as usize].as_ref().expect("candidates are live");
+        m.metadata
+            .iter()
+            .find(|(k, _)| k == "shared_from")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| format!("{}/{}", banks[b].id, m.id))
+    };
+    if fusion.entity_expansion > 0.0 && !ranked.is_empty() {
+        // The second hop: what the best hits name lends keyword score to the memories that name
+        // it too, through the speaker and form priors like any relevance.
+        let best = ranked[0].2.total.max(f32::EPSILON);
+        let mut seen = std::collections::HashSet::new();
+        let seeds: Vec<(usize, u32, f32)> = ranked
+            .iter()
+            .filter(|r| seen.insert(origin(r.0, r.1)))
+            .take(CO_MENTION_SEEDS)
+            .map(|r| (r.0, r.1, (r.2.total / best).max(0.0)))
+            .collect();
+        let speakers = banks
+            .iter()
+            .flat_map(|b| b.state.speakers.keys())
+            .flat_map(|s| crate::lexical::tokenize(s))
+            .collect();
+        let may_answer = |b: usize, slot: u32| banks[b].recallable(slot, &q, now);
+        let lent =
+            co_mention::lent(banks, &seeds, query, &speakers, fusion.entity_fanout as usize, may_answer);
+        let mut at_rank: HashMap<(usize, u32), usize> =
+            ranked.iter().enumerate().map(|(i, r)| ((r.0, r.1), i)).collect();
+        let mut newcomers: Vec<(usize, u32, Evidence)> = lent
+            .keys()
+            .filter(|key| !at_rank.contains_key(key))
+            .map(|&(b, slot)| (b, slot, Evidence::new(banks[b].similarity(slot, &query_vector, None), 0.0)))
+            .collect();
+        newcomers.sort_by_key(|n| (n.0, n.1));
+        weigh_by_speaker_and_form(banks, &mut newcomers, &named, &settings.recall);
+        for (b, slot, e) in newcomers {
+            at_rank.insert((b, slot), ranked.len());
+            ranked.push((b, slot, fuse(b, slot, e), e.prior));
+        }
+        for (key, share) in &lent {
+            if let Some(&i) = at_rank.get(key) {
+                let (_, _, score, prior) = &mut ranked[i];
+                let add = fusion.entity_expansion * *prior * share;
+                score.lexical += add;
+                score.total += add;
+            }
+        }
+        ranked.sort_by(by_score);
+    }
+    let mut ranked: Vec<(usize, u32, Score)> = ranked
         .into_iter()
-        .map(|(b, slot, e)| {
-            let m = banks[b].state.slots[slot as usize].as_ref().expect("candidates are live");
-            (b, slot, score::fuse(m, e, &bounds, at, q.task_type.as_deref(), &fusion))
-        })
+        .map(|(b, slot, score, _)| (b, slot, score))
         .filter(|(_, _, s)| q.min_score.is_none_or(|min| s.total >= min))
         .collect();
-    let id = |b: usize, slot: u32| banks[b].state.slots[slot as usize].as_ref().map(|m| m.id.clone());
-    ranked.sort_by(|x, y| {
-        y.2.total.total_cmp(&x.2.total).then(x.0.cmp(&y.0)).then_with(|| id(x.0, x.1).cmp(&id(y.0, y.1)))
-    });
     if banks.len() > 1 {
-        // A memory shared into another bank listed here is one memory: the copy in the bank
-        // listed first is kept (the others would spend k and the prompt's budget twice).
-        let origin = |b: usize, slot: u32| {
-            let m = banks[b].state.slots[slot as usize].as_ref().expect("candidates are live");
-            m.metadata
-                .iter()
-                .find(|(k, _)| k == "shared_from")
-                .map(|(_, v)| v.clone())
-                .unwrap_or_else(|| format!("{}/{}", banks[b].id, m.id))
-        };
+        // Of one memory shared into several banks listed here, the copy in the bank listed first
+        // is kept (the others would spend k and the prompt's budget twice).
         let mut first_bank: HashMap<String, usize> = HashMap::new();
         for &(b, slot, _) in &ranked {
             let o = origin(b, slot);

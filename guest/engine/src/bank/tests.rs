@@ -487,6 +487,61 @@ fn a_turn_about_the_one_it_addresses_counts_less_and_a_note_does_not() {
 }
 
 #[test]
+fn a_name_the_best_hit_holds_leads_to_a_memory_that_shares_no_word_with_the_question() {
+    let lexical_of = |entity_expansion: f32, hubs: usize| {
+        let mut bank = open_changed(|s| s.recall.entity_expansion = entity_expansion);
+        let mut items = vec![
+            "We moved the build server to Frankfurt and Oslo last spring".to_string(),
+            "The Frankfurt datacenter bills in euros every quarter".to_string(),
+            "Lunch was soup again".to_string(),
+        ];
+        // Oslo said in more memories than `entity_fanout`: a hub, which lends nothing.
+        items.extend((0..hubs).map(|i| format!("Ticket {i} came from the team in Oslo")));
+        bank.retain(items.iter().map(|t| Memory::new(t.as_str())).collect(), NOW).unwrap();
+        let hits = bank.recall(query("Where did we move the build server?").k(12)).unwrap();
+        let of =
+            |start: &str| hits.items.iter().find(|r| r.memory.content.starts_with(start)).map(|r| r.score);
+        let rank = |start: &str| hits.items.iter().position(|r| r.memory.content.starts_with(start));
+        (
+            of("The Frankfurt").unwrap().lexical,
+            of("Ticket 0").map(|s| s.lexical),
+            rank("The Frankfurt"),
+            rank("Lunch"),
+        )
+    };
+    let (off, _, _, _) = lexical_of(0.0, 9);
+    assert_eq!(off, 0.0, "it shares no keyword with the question");
+    let (on, hub, frankfurt, lunch) = lexical_of(0.2, 9);
+    assert!((on - 0.2).abs() < 1e-5, "the only memory lent to gets the whole share: {on}");
+    assert!(frankfurt < lunch, "{frankfurt:?} {lunch:?}");
+    assert_eq!(hub, Some(0.0), "a name in more than entity_fanout memories lends nothing");
+    let (_, few, _, _) = lexical_of(0.2, 2);
+    assert!(few.is_some_and(|l| l > 0.0), "a rare name lends: {few:?}");
+}
+
+#[test]
+fn co_mention_reaches_past_the_candidate_pool_and_only_to_what_recall_may_return() {
+    let mut bank = open_changed(|s| s.recall.entity_expansion = 0.2);
+    let mut items = vec![
+        Memory::new("We moved the build server to Frankfurt last spring"),
+        Memory::new("Euros are what that Frankfurt datacenter bills in"),
+        Memory::new("Our Frankfurt office closed").occurred_at(NOW - 10 * DAY_MS).valid_until(NOW - DAY_MS),
+    ];
+    // More notes on the question's words than the candidate pool holds (50), so the memories
+    // that say only "Frankfurt" are found by co-mention alone.
+    items.extend((0..70).map(|i| Memory::new(format!("build note {i}: the build cache was warm"))));
+    bank.retain(items, NOW).unwrap();
+    let hits = bank.recall(query("Where did we move the build server?").k(5)).unwrap();
+    assert!(hits.items[0].memory.content.starts_with("We moved"), "{:?}", texts(&hits));
+    let lent = hits.items.iter().find(|r| r.memory.content.starts_with("Euros")).expect("lent to");
+    assert!((lent.score.lexical - 0.2).abs() < 1e-5 && lent.score.semantic >= 0.0, "{:?}", lent.score);
+    assert!(
+        !texts(&hits).iter().any(|t| t.starts_with("Our Frankfurt")),
+        "expired: recall may not return it"
+    );
+}
+
+#[test]
 fn a_list_question_weighs_keywords_less_and_a_lookup_does_not() {
     let lexical = |scale: f32, question: &str| {
         let mut bank = open_changed(|s| s.recall.gathering_lexical_scale = scale);
