@@ -93,7 +93,7 @@ impl Bank {
                 if archiving.contains(&o.id) || settled.contains(&pair(&o.id, &m.id)) {
                     continue;
                 }
-                let judged = Self::judge_by_rules(o, m, c.cosine, m.follows.is_some());
+                let judged = Self::judge_without_llm(o, m, c.cosine, m.follows.is_some());
                 let finding = match judged.relation {
                     Relation::Duplicate => HealthFinding {
                         kind: HealthKind::Duplicate,

@@ -116,8 +116,9 @@ impl Bank {
         out
     }
 
-    /// The rules' verdict on `new` (a conversation's turn when `turn`) against `old`.
-    pub(super) fn judge_by_rules(old: &Record, new: &Record, cosine: f32, turn: bool) -> Judged {
+    /// The verdict without an LLM (the rules, weighed) on `new` (a conversation's turn when `turn`)
+    /// against `old`.
+    pub(super) fn judge_without_llm(old: &Record, new: &Record, cosine: f32, turn: bool) -> Judged {
         // A preference or constraint is a statement that can change, whatever its kind.
         let statement = |m: &Record| {
             m.kind != Kind::Episodic

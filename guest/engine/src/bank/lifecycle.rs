@@ -305,7 +305,8 @@ impl Bank {
                 continue;
             }
             // Close wording with another value ("port 5433" / "port 5432") is not a duplicate.
-            if Self::judge_by_rules(ma, mb, cosine, false).relation != super::judging::Relation::Duplicate {
+            if Self::judge_without_llm(ma, mb, cosine, false).relation != super::judging::Relation::Duplicate
+            {
                 continue;
             }
             let a_survives = (ma.confidence, -ma.created_at, std::cmp::Reverse(&ma.id))

@@ -347,7 +347,7 @@ impl Bank {
             let old = self.state.memory(&c.id).expect("candidates are live");
             let (judged, by) = match llm.get(index, &c.id) {
                 Some(j) => (j.clone(), "the LLM"),
-                None => (Self::judge_by_rules(old, &p.memory, c.cosine, p.sequence), "the rules"),
+                None => (Self::judge_without_llm(old, &p.memory, c.cosine, p.sequence), "the rules"),
             };
             let why = format!("{}, by {by}", judged.why);
             match judged.relation {

@@ -22,13 +22,17 @@
 //! What a statement is sets how much it takes ([`Nature`]): an episode (kind episodic) is
 //! replaced only when the new one says the old was wrong, or plainly restates it with a change;
 //! a conversation's turn (a sequence item) only when corrected. Two different days are two
-//! events, and two turns that sound alike are two turns. An episode
-//! different days are two events, not an update. Measured with `hindsight-dev eval --pairs` on
-//! tests/data/write-pairs (docs/cli.md).
+//! events, and two turns that sound alike are two turns.
+//!
+//! Where no marker word, identity or denial decides, what the rules read ([`Evidence`]) is
+//! weighed with their verdict by a logistic regression fitted on labelled pairs (`weigh`).
+//! Measured with `hindsight-dev eval --pairs` on tests/data/write-pairs (docs/cli.md).
 
 mod align;
 mod lexicon;
 mod text;
+mod weigh;
+mod weights;
 
 use std::collections::HashSet;
 
@@ -36,6 +40,7 @@ use hindsight_types::Kind as MemoryKind;
 
 use align::{align, Edit};
 use text::{tokens, Kind, Token};
+pub use weigh::{Evidence, FEATURES};
 
 /// What kind of statement the new one is, which sets how much evidence a judgement takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,11 +295,21 @@ fn speaker(text: &str) -> Option<(&str, &str)> {
 
 /// Judges `new` (of `nature`) against `old`, whose embeddings have cosine `cosine`.
 pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
+    match by_rules(old, new, cosine, nature) {
+        (rules, Some(evidence)) => weigh::weigh(&evidence, rules),
+        (rules, None) => rules,
+    }
+}
+
+/// The rules' judgement, and what they read from the pair when no marker or identity decided it.
+/// A conversation's turns, and a statement that negates the other, are judged by the rules alone:
+/// a denial is never a restatement.
+pub fn by_rules(old: &str, new: &str, cosine: f32, nature: Nature) -> (Judgement, Option<Evidence>) {
     // Two lines of a transcript are two turns: by different speakers they both hold; by the
     // same one, they are judged as turns, on their words.
     let (old, new, nature) = match (speaker(old), speaker(new)) {
         (Some((a, _)), Some((b, _))) if a != b && old != new => {
-            return judged(Verdict::Compatible, "said by another speaker")
+            return (judged(Verdict::Compatible, "said by another speaker"), None)
         }
         (Some((_, a)), Some((_, b))) => (a, b, Nature::Turn),
         _ => (old, new, nature),
@@ -352,7 +367,7 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
     };
     if let (Some(x), Some(y)) = (bound(old), bound(new)) {
         if x != y && same_values && change.is_none() {
-            return judged(Compatible, "the other side of a bound");
+            return (judged(Compatible, "the other side of a bound"), None);
         }
     }
 
@@ -377,7 +392,7 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
 
     // The same words (a change word in both is no change): a repeat.
     if alignment.edits.is_empty() && !a.is_empty() && !negation_differs {
-        return judged(Duplicate, "restates it (the same words)");
+        return (judged(Duplicate, "restates it (the same words)"), None);
     }
     // Numbers that differ in two places of one template name another thing ("service 2 on
     // port 8002" / "service 3 on port 8003"), not a changed value.
@@ -395,14 +410,14 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
     // "… has changed" names no new value: it replaces nothing, and repeats nothing.
     if !turn && denies_old(old, new).is_none() {
         if let Some(word) = change_without_value(old, new, &b, &set_a, &set_b) {
-            return judged(Compatible, format!("says it changed (\"{word}\") but not to what"));
+            return (judged(Compatible, format!("says it changed (\"{word}\") but not to what")), None);
         }
     }
     if value_slots >= 2 && ratio >= 0.5 && change.is_none() {
-        return judged(Compatible, "the same statement about another numbered thing");
+        return (judged(Compatible, "the same statement about another numbered thing"), None);
     }
     if additive.is_some() && change.is_none() {
-        return judged(Compatible, format!("adds to it (\"{}\")", additive.unwrap_or_default()));
+        return (judged(Compatible, format!("adds to it (\"{}\")", additive.unwrap_or_default())), None);
     }
     if let Some(word) = change {
         // "… is now changed": what the old statement says that the new one does not is left
@@ -413,7 +428,7 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
             .all(|t| t.kind != Kind::Value && changed_without_value(&t.text));
         let old_says_more = a.iter().any(|t| !set_b.contains(t.text.as_str()));
         if !cjk && correction.is_none() && says_nothing_new && old_says_more {
-            return judged(Compatible, format!("says it changed (\"{word}\") but not to what"));
+            return (judged(Compatible, format!("says it changed (\"{word}\") but not to what")), None);
         }
         // An episode is replaced when it is corrected, or when the new one is plainly about the
         // same thing (a conversation's next turn that says "now" is not).
@@ -424,7 +439,7 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
             (Nature::Turn, None) => false,
         };
         if related {
-            return judged(Update, format!("says it changed (\"{word}\")"));
+            return (judged(Update, format!("says it changed (\"{word}\")")), None);
         }
     }
     let numbers_differ = !na.is_empty()
@@ -446,16 +461,6 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
         x.iter().filter(unsaid).count()
     };
     let same_attribute = cjk || (words_only(&a, &b) <= 1 && words_only(&b, &a) <= 1);
-    if !episode && numbers_differ && ids_agree && c >= 0.75 && swaps.is_empty() && same_attribute {
-        return judged(Update, "the same statement with another number");
-    }
-    if !episode && !negation_differs && c >= 0.7 && same_subject_other_value(old, new) {
-        return judged(Update, "the same subject is now another value");
-    }
-    // Subject and attribute kept, the value swapped, in any word order ("The payments service
-    // listens on port 8080" / "Payments service port: 9090", "X pins Node 18" / "Node 20 is
-    // pinned by X"): one side says nothing the other does not but for its value. A value is a
-    // number or an identifier here, not a name ("speaks French" / "speaks Spanish" may both hold).
     let plain = |x: &[Token], other: &[Token]| {
         x.iter()
             .filter(|t| matches!(t.kind, Kind::Word | Kind::Name))
@@ -463,20 +468,14 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
             .filter(|t| !other.iter().any(|o| o.kind != Kind::Value && o.text == t.text))
             .count()
     };
-    let unmatched = |x: &[Token], other: &[Token]| {
-        x.iter().any(|t| {
-            t.kind == Kind::Value && !t.is_relative_date() && !other.iter().any(|o| same_value(t, o))
-        })
+    let unmatched_count = |x: &[Token], other: &[Token]| {
+        x.iter()
+            .filter(|t| {
+                t.kind == Kind::Value && !t.is_relative_date() && !other.iter().any(|o| same_value(t, o))
+            })
+            .count()
     };
-    let value_swapped = unmatched(&va, &vb) && unmatched(&vb, &va);
-    if !episode
-        && value_swapped
-        && (((plain(&a, &b) == 0 || plain(&b, &a) == 0) && c >= 0.6)
-            || (plain(&a, &b) <= 1 && plain(&b, &a) <= 1 && swaps.is_empty() && c >= 0.85))
-        && !negation_differs
-    {
-        return judged(Update, "the same subject and attribute with another value");
-    }
+    let value_swapped = unmatched_count(&va, &vb) > 0 && unmatched_count(&vb, &va) > 0;
     let single_slot = |e: &Edit| matches!(e, Edit::Replace { .. });
     let single_word_slot = ratio >= 0.6
         && alignment.edits.len() == 1
@@ -485,108 +484,162 @@ pub fn judge(old: &str, new: &str, cosine: f32, nature: Nature) -> Judgement {
             Edit::Replace { old, new } => a[old.clone()].iter().chain(&b[new.clone()]).all(|t| !t.is_value()),
             _ => false,
         };
-    // Episodes (a conversation's turns) are told apart by little: one repeats another only when
-    // nearly the same.
-    let close = if turn { 0.95 } else { 0.8 };
-    if !va.is_empty() && same_values && c >= close && !single_word_slot && !(negation_differs && c < 0.9) {
-        return judged(Duplicate, "restates it (the same values)");
-    }
-    if ratio >= 0.6 {
-        if alignment.edits.is_empty() {
-            return if negation_differs {
-                judged(Update, "negates it")
-            } else {
-                judged(Duplicate, "restates it (the same words)")
-            };
-        }
-        if let [edit] = alignment.edits.as_slice() {
-            let (x, y, end_at) = match edit {
-                Edit::Replace { old, new } => (&a[old.clone()], &b[new.clone()], old.end),
-                Edit::Delete { old } => (&a[old.clone()], &b[0..0], old.end),
-                Edit::Insert { new } => (&a[0..0], &b[new.clone()], 0),
-            };
-            let all_values = |ts: &[Token]| !ts.is_empty() && ts.iter().all(Token::is_value);
-            let slot_same = compatible(&x.iter().collect::<Vec<_>>(), &y.iter().collect::<Vec<_>>());
-            if single_slot(edit) && all_values(x) && all_values(y) && !slot_same {
-                let numbers = x.iter().all(|t| t.kind == Kind::Value);
-                let at_end = end_at + 1 >= a.len();
-                // The same dated event with another amount is a correction of it; another date
-                // is another occasion.
-                let dated = |t: &Token| ["month", "weekday", "day"].iter().any(|p| t.text.starts_with(p));
-                let same_date =
-                    x.iter().chain(y).all(|t| !dated(t)) && va.iter().any(|t| dated(t) && vb.contains(t));
-                if episode && same_date && numbers && !turn {
-                    return judged(Update, "the same event with another value");
-                }
-                if episode {
-                    return judged(Compatible, "another occasion");
-                }
-                if numbers || at_end {
-                    return judged(Update, "the same statement with another value");
-                }
-                return judged(Compatible, "the same statement about another thing");
-            }
-            // Words said otherwise around the same values ("capped at" / "at most") restate it;
-            // one word swapped for one is another thing ("staging" / "production").
-            let reworded = x.len() != y.len() && !va.is_empty();
-            if (!single_slot(edit) || slot_same || reworded)
-                && same_values
-                && c >= if reworded { 0.8 } else { 0.85 }
-            {
-                return if negation_differs {
-                    judged(Update, "negates it")
-                } else {
-                    judged(Duplicate, "restates it")
-                };
-            }
-            // Chinese rewords by the character: one slot swapped with the rest the same is mostly
-            // a synonym (养了 / 家里有).
-            if cjk && same_values && c >= if va.is_empty() { 0.7 } else { 0.85 } {
-                return judged(Duplicate, "restates it");
-            }
-            return judged(Compatible, "the same statement about another thing");
-        }
-        if same_values && swaps.is_empty() && (c >= 0.9 || (cjk && c >= 0.75)) {
-            return judged(Duplicate, "restates it (reordered)");
-        }
-        return judged(Compatible, "differs in more than one place");
-    }
     let words = |ts: &[Token]| -> HashSet<String> {
         ts.iter().filter(|t| t.kind == Kind::Word).map(|t| t.text.clone()).collect()
     };
     let (ca, cb) = (words(&ta), words(&tb));
-    if same_values
-        && !ca.is_empty()
-        && !cb.is_empty()
-        && (ca.is_subset(&cb) || cb.is_subset(&ca))
-        && c >= 0.6
-        && !turn
-        && swaps.is_empty()
-    {
-        return judged(Duplicate, "restates it (says all it says)");
-    }
-    if !swaps.is_empty() && ratio >= 0.4 && (!cjk || swaps.len() >= 2) {
-        return judged(Compatible, "a parallel statement about another thing");
-    }
-    if negation_differs && c < 0.8 {
-        return judged(Compatible, "one negates what the other does not say");
-    }
-    // Chinese statements without values sound alike more easily.
-    let close_in_meaning = if cjk && va.is_empty() && vb.is_empty() { 0.86 } else { 0.8 };
-    if c >= close_in_meaning && compatible(&r(&na), &r(&nb)) && ids_agree && !turn {
-        return judged(Duplicate, "restates it (close in meaning)");
-    }
-    let threshold = if !va.is_empty() {
-        0.5
-    } else if cjk {
-        0.75
-    } else {
-        0.55
+    let evidence = Evidence {
+        cosine: c,
+        aligned: ratio,
+        shared,
+        same_values,
+        numbers_differ,
+        ids_agree,
+        same_attribute,
+        value_swapped,
+        old_has_values: !va.is_empty(),
+        new_has_values: !vb.is_empty(),
+        word_swaps: !swaps.is_empty(),
+        cjk,
+        one_side_says_no_more: plain(&a, &b) == 0 || plain(&b, &a) == 0,
+        single_word_slot,
+        edits: alignment.edits.len(),
+        words_said_otherwise: words_only(&a, &b) + words_only(&b, &a),
+        same_subject_other_value: same_subject_other_value(old, new),
+        episode,
+        words_contained: !ca.is_empty() && !cb.is_empty() && (ca.is_subset(&cb) || cb.is_subset(&ca)),
+        old_values_unmatched: unmatched_count(&va, &vb),
+        new_values_unmatched: unmatched_count(&vb, &va),
+        old_words: a.len(),
+        new_words: b.len(),
+        value_slots,
     };
-    if same_values && c >= threshold && !turn {
-        return judged(Duplicate, "restates it (close in meaning, the same values)");
-    }
-    judged(Compatible, "says something else")
+    let by_rules = 'rules: {
+        if !episode && numbers_differ && ids_agree && c >= 0.75 && swaps.is_empty() && same_attribute {
+            break 'rules judged(Update, "the same statement with another number");
+        }
+        if !episode && !negation_differs && c >= 0.7 && same_subject_other_value(old, new) {
+            break 'rules judged(Update, "the same subject is now another value");
+        }
+        // Subject and attribute kept, the value swapped, in any word order ("The payments service
+        // listens on port 8080" / "Payments service port: 9090", "X pins Node 18" / "Node 20 is
+        // pinned by X"): one side says nothing the other does not but for its value. A value is a
+        // number or an identifier here, not a name ("speaks French" / "speaks Spanish" may both hold).
+        if !episode
+            && value_swapped
+            && (((plain(&a, &b) == 0 || plain(&b, &a) == 0) && c >= 0.6)
+                || (plain(&a, &b) <= 1 && plain(&b, &a) <= 1 && swaps.is_empty() && c >= 0.85))
+            && !negation_differs
+        {
+            break 'rules judged(Update, "the same subject and attribute with another value");
+        }
+        // Episodes (a conversation's turns) are told apart by little: one repeats another only when
+        // nearly the same.
+        let close = if turn { 0.95 } else { 0.8 };
+        // A denial never restates; Chinese negation is read by the character (别 of 级别), so a
+        // very close Chinese pair still may.
+        if !va.is_empty()
+            && same_values
+            && c >= close
+            && !single_word_slot
+            && !(negation_differs && (c < 0.9 || !cjk))
+        {
+            break 'rules judged(Duplicate, "restates it (the same values)");
+        }
+        if ratio >= 0.6 {
+            if alignment.edits.is_empty() {
+                break 'rules if negation_differs {
+                    judged(Update, "negates it")
+                } else {
+                    judged(Duplicate, "restates it (the same words)")
+                };
+            }
+            if let [edit] = alignment.edits.as_slice() {
+                let (x, y, end_at) = match edit {
+                    Edit::Replace { old, new } => (&a[old.clone()], &b[new.clone()], old.end),
+                    Edit::Delete { old } => (&a[old.clone()], &b[0..0], old.end),
+                    Edit::Insert { new } => (&a[0..0], &b[new.clone()], 0),
+                };
+                let all_values = |ts: &[Token]| !ts.is_empty() && ts.iter().all(Token::is_value);
+                let slot_same = compatible(&x.iter().collect::<Vec<_>>(), &y.iter().collect::<Vec<_>>());
+                if single_slot(edit) && all_values(x) && all_values(y) && !slot_same {
+                    let numbers = x.iter().all(|t| t.kind == Kind::Value);
+                    let at_end = end_at + 1 >= a.len();
+                    // The same dated event with another amount is a correction of it; another date
+                    // is another occasion.
+                    let dated = |t: &Token| ["month", "weekday", "day"].iter().any(|p| t.text.starts_with(p));
+                    let same_date =
+                        x.iter().chain(y).all(|t| !dated(t)) && va.iter().any(|t| dated(t) && vb.contains(t));
+                    if episode && same_date && numbers && !turn {
+                        break 'rules judged(Update, "the same event with another value");
+                    }
+                    if episode {
+                        break 'rules judged(Compatible, "another occasion");
+                    }
+                    if numbers || at_end {
+                        break 'rules judged(Update, "the same statement with another value");
+                    }
+                    break 'rules judged(Compatible, "the same statement about another thing");
+                }
+                // Words said otherwise around the same values ("capped at" / "at most") restate it;
+                // one word swapped for one is another thing ("staging" / "production").
+                let reworded = x.len() != y.len() && !va.is_empty();
+                if (!single_slot(edit) || slot_same || reworded)
+                    && same_values
+                    && c >= if reworded { 0.8 } else { 0.85 }
+                {
+                    break 'rules if negation_differs {
+                        judged(Update, "negates it")
+                    } else {
+                        judged(Duplicate, "restates it")
+                    };
+                }
+                // Chinese rewords by the character: one slot swapped with the rest the same is mostly
+                // a synonym (养了 / 家里有).
+                if cjk && same_values && c >= if va.is_empty() { 0.7 } else { 0.85 } {
+                    break 'rules judged(Duplicate, "restates it");
+                }
+                break 'rules judged(Compatible, "the same statement about another thing");
+            }
+            if same_values && swaps.is_empty() && (c >= 0.9 || (cjk && c >= 0.75)) {
+                break 'rules judged(Duplicate, "restates it (reordered)");
+            }
+            break 'rules judged(Compatible, "differs in more than one place");
+        }
+        if same_values
+            && !ca.is_empty()
+            && !cb.is_empty()
+            && (ca.is_subset(&cb) || cb.is_subset(&ca))
+            && c >= 0.6
+            && !turn
+            && swaps.is_empty()
+        {
+            break 'rules judged(Duplicate, "restates it (says all it says)");
+        }
+        if !swaps.is_empty() && ratio >= 0.4 && (!cjk || swaps.len() >= 2) {
+            break 'rules judged(Compatible, "a parallel statement about another thing");
+        }
+        if negation_differs && c < 0.8 {
+            break 'rules judged(Compatible, "one negates what the other does not say");
+        }
+        // Chinese statements without values sound alike more easily.
+        let close_in_meaning = if cjk && va.is_empty() && vb.is_empty() { 0.86 } else { 0.8 };
+        if c >= close_in_meaning && compatible(&r(&na), &r(&nb)) && ids_agree && !turn {
+            break 'rules judged(Duplicate, "restates it (close in meaning)");
+        }
+        let threshold = if !va.is_empty() {
+            0.5
+        } else if cjk {
+            0.75
+        } else {
+            0.55
+        };
+        if same_values && c >= threshold && !turn {
+            break 'rules judged(Duplicate, "restates it (close in meaning, the same values)");
+        }
+        judged(Compatible, "says something else")
+    };
+    (by_rules, (!turn && !negation_differs).then_some(evidence))
 }
 
 #[cfg(test)]
