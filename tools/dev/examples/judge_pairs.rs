@@ -10,7 +10,7 @@ use std::path::Path;
 
 use hindsight::Models;
 use hindsight_engine::embed::Embedder;
-use hindsight_engine::judge::{by_rules, judge, Evidence, Nature, Verdict, FEATURES};
+use hindsight_engine::judge::{by_rules, judge, likelihoods, Evidence, Nature, Verdict, FEATURES};
 use hindsight_types::{Kind, Named};
 
 const CACHE: &str = "target/tmp/judge-pair-vectors.json";
@@ -147,17 +147,9 @@ fn fit(examples: &[([f32; FEATURES], usize)]) -> [[f32; 3]; FEATURES] {
     for _ in 0..STEPS {
         let mut grad = [[0f32; 3]; FEATURES];
         for (x, y) in &scaled {
-            let mut z = [0f32; 3];
-            for i in 0..FEATURES {
-                for k in 0..3 {
-                    z[k] += x[i] * w[i][k];
-                }
-            }
-            let top = z.iter().copied().fold(f32::MIN, f32::max);
-            let e = z.map(|v| (v - top).exp());
-            let sum: f32 = e.iter().sum();
+            let p = likelihoods(x, &w);
             for k in 0..3 {
-                let err = e[k] / sum - if k == *y { 1.0 } else { 0.0 };
+                let err = p[k] - if k == *y { 1.0 } else { 0.0 };
                 for i in 0..FEATURES {
                     grad[i][k] += x[i] * err / n;
                 }

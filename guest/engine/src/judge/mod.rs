@@ -40,7 +40,7 @@ use hindsight_types::Kind as MemoryKind;
 
 use align::{align, Edit};
 use text::{tokens, Kind, Token};
-pub use weigh::{Evidence, FEATURES};
+pub use weigh::{likelihoods, Evidence, FEATURES};
 
 /// What kind of statement the new one is, which sets how much evidence a judgement takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -460,7 +460,8 @@ pub fn by_rules(old: &str, new: &str, cosine: f32, nature: Nature) -> (Judgement
         };
         x.iter().filter(unsaid).count()
     };
-    let same_attribute = cjk || (words_only(&a, &b) <= 1 && words_only(&b, &a) <= 1);
+    let (unsaid_old, unsaid_new) = (words_only(&a, &b), words_only(&b, &a));
+    let same_attribute = cjk || (unsaid_old <= 1 && unsaid_new <= 1);
     let plain = |x: &[Token], other: &[Token]| {
         x.iter()
             .filter(|t| matches!(t.kind, Kind::Word | Kind::Name))
@@ -475,7 +476,9 @@ pub fn by_rules(old: &str, new: &str, cosine: f32, nature: Nature) -> (Judgement
             })
             .count()
     };
-    let value_swapped = unmatched_count(&va, &vb) > 0 && unmatched_count(&vb, &va) > 0;
+    let (plain_old, plain_new) = (plain(&a, &b), plain(&b, &a));
+    let (unmatched_old, unmatched_new) = (unmatched_count(&va, &vb), unmatched_count(&vb, &va));
+    let value_swapped = unmatched_old > 0 && unmatched_new > 0;
     let single_slot = |e: &Edit| matches!(e, Edit::Replace { .. });
     let single_word_slot = ratio >= 0.6
         && alignment.edits.len() == 1
@@ -488,7 +491,12 @@ pub fn by_rules(old: &str, new: &str, cosine: f32, nature: Nature) -> (Judgement
         ts.iter().filter(|t| t.kind == Kind::Word).map(|t| t.text.clone()).collect()
     };
     let (ca, cb) = (words(&ta), words(&tb));
-    let evidence = Evidence {
+    // Turns and denials are the rules' alone, so what the weighing reads is gathered only for
+    // the rest (every retained turn is judged against its neighbours).
+    let weighable = !turn && !negation_differs;
+    // Only a statement without a denial can say its subject is another value.
+    let same_subject = weighable && same_subject_other_value(old, new);
+    let evidence = weighable.then(|| Evidence {
         cosine: c,
         aligned: ratio,
         shared,
@@ -501,24 +509,24 @@ pub fn by_rules(old: &str, new: &str, cosine: f32, nature: Nature) -> (Judgement
         new_has_values: !vb.is_empty(),
         word_swaps: !swaps.is_empty(),
         cjk,
-        one_side_says_no_more: plain(&a, &b) == 0 || plain(&b, &a) == 0,
+        one_side_says_no_more: plain_old == 0 || plain_new == 0,
         single_word_slot,
         edits: alignment.edits.len(),
-        words_said_otherwise: words_only(&a, &b) + words_only(&b, &a),
-        same_subject_other_value: same_subject_other_value(old, new),
+        words_said_otherwise: unsaid_old + unsaid_new,
+        same_subject_other_value: same_subject,
         episode,
         words_contained: !ca.is_empty() && !cb.is_empty() && (ca.is_subset(&cb) || cb.is_subset(&ca)),
-        old_values_unmatched: unmatched_count(&va, &vb),
-        new_values_unmatched: unmatched_count(&vb, &va),
+        old_values_unmatched: unmatched_old,
+        new_values_unmatched: unmatched_new,
         old_words: a.len(),
         new_words: b.len(),
         value_slots,
-    };
+    });
     let by_rules = 'rules: {
         if !episode && numbers_differ && ids_agree && c >= 0.75 && swaps.is_empty() && same_attribute {
             break 'rules judged(Update, "the same statement with another number");
         }
-        if !episode && !negation_differs && c >= 0.7 && same_subject_other_value(old, new) {
+        if !episode && c >= 0.7 && same_subject {
             break 'rules judged(Update, "the same subject is now another value");
         }
         // Subject and attribute kept, the value swapped, in any word order ("The payments service
@@ -527,8 +535,8 @@ pub fn by_rules(old: &str, new: &str, cosine: f32, nature: Nature) -> (Judgement
         // number or an identifier here, not a name ("speaks French" / "speaks Spanish" may both hold).
         if !episode
             && value_swapped
-            && (((plain(&a, &b) == 0 || plain(&b, &a) == 0) && c >= 0.6)
-                || (plain(&a, &b) <= 1 && plain(&b, &a) <= 1 && swaps.is_empty() && c >= 0.85))
+            && (((plain_old == 0 || plain_new == 0) && c >= 0.6)
+                || (plain_old <= 1 && plain_new <= 1 && swaps.is_empty() && c >= 0.85))
             && !negation_differs
         {
             break 'rules judged(Update, "the same subject and attribute with another value");
@@ -639,7 +647,7 @@ pub fn by_rules(old: &str, new: &str, cosine: f32, nature: Nature) -> (Judgement
         }
         judged(Compatible, "says something else")
     };
-    (by_rules, (!turn && !negation_differs).then_some(evidence))
+    (by_rules, evidence)
 }
 
 #[cfg(test)]

@@ -85,26 +85,26 @@ impl Evidence {
             1.0,
         ]
     }
+}
 
-    /// How likely each verdict is (update, duplicate, both hold) under `weights`.
-    pub fn likelihoods(&self, rules: Verdict, weights: &[[f32; 3]; FEATURES]) -> [f32; 3] {
-        let x = self.features(rules);
-        let mut z = [0f32; 3];
-        for (xi, w) in x.iter().zip(weights) {
-            for (zk, wk) in z.iter_mut().zip(w) {
-                *zk += xi * wk;
-            }
+/// How likely each verdict is (update, duplicate, both hold) for features `x` under `weights`: a
+/// softmax of their products. The trainer calls it on its standardised features too.
+pub fn likelihoods(x: &[f32; FEATURES], weights: &[[f32; 3]; FEATURES]) -> [f32; 3] {
+    let mut z = [0f32; 3];
+    for (xi, w) in x.iter().zip(weights) {
+        for (zk, wk) in z.iter_mut().zip(w) {
+            *zk += xi * wk;
         }
-        let top = z.iter().copied().fold(f32::MIN, f32::max);
-        let e = z.map(|v| (v - top).exp());
-        let sum: f32 = e.iter().sum();
-        e.map(|v| v / sum)
     }
+    let top = z.iter().copied().fold(f32::MIN, f32::max);
+    let e = z.map(|v| (v - top).exp());
+    let sum: f32 = e.iter().sum();
+    e.map(|v| v / sum)
 }
 
 /// The verdict once the evidence is weighed; the rules' reason stands where they agree.
 pub fn weigh(evidence: &Evidence, rules: Judgement) -> Judgement {
-    let p = evidence.likelihoods(rules.verdict, &WEIGHTS);
+    let p = likelihoods(&evidence.features(rules.verdict), &WEIGHTS);
     let verdict = decide(p, evidence, rules.verdict);
     if verdict == rules.verdict {
         return rules;
